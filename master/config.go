@@ -1,0 +1,96 @@
+package main
+
+import (
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ovn-transparent/ovn-transparent/internal/cliapp"
+)
+
+// Config is the master's validated configuration.
+type Config struct {
+	Kubeconfig     string
+	NBAddress      string
+	NBClientCert   string
+	NBClientKey    string
+	NBCACert       string
+	ClusterCIDR    netip.Prefix
+	NodeSubnetBits int // prefix length of each node's pod subnet
+	ServiceCIDR    netip.Prefix
+	JoinSubnet     netip.Prefix
+	LeaderElect    bool
+	ResyncPeriod   time.Duration
+}
+
+func flags() []cli.Flag {
+	return []cli.Flag{
+		cliapp.String("kubeconfig", "", "kubeconfig file; empty means in-cluster configuration"),
+		cliapp.String("nb-address", "unix:/var/run/ovn/ovnnb_db.sock", "OVN Northbound remotes, comma separated (unix:PATH, tcp:IP:PORT, ssl:IP:PORT)"),
+		cliapp.String("nb-client-cert", "", "client certificate for ssl: remotes"),
+		cliapp.String("nb-client-key", "", "client private key for ssl: remotes"),
+		cliapp.String("nb-ca-cert", "", "CA certificate for ssl: remotes"),
+		cliapp.String("cluster-cidr", "10.244.0.0/16", "pod network, split into one subnet per node"),
+		cliapp.Int("node-subnet-prefix", 24, "prefix length of each node's pod subnet"),
+		cliapp.String("service-cidr", "10.96.0.0/16", "Service ClusterIP range (the API server's --service-cluster-ip-range)"),
+		cliapp.String("join-subnet", "100.64.0.0/16", "subnet linking the cluster router to the gateway routers"),
+		cliapp.Bool("leader-elect", true, "run leader election so that only one of several masters writes"),
+		cliapp.Duration("resync-period", 10*time.Minute, "full reconcile period of every controller"),
+	}
+}
+
+// configFrom reads and validates the flags.
+func configFrom(c *cli.Context) (Config, error) {
+	cfg := Config{
+		Kubeconfig:     c.String("kubeconfig"),
+		NBAddress:      c.String("nb-address"),
+		NBClientCert:   c.String("nb-client-cert"),
+		NBClientKey:    c.String("nb-client-key"),
+		NBCACert:       c.String("nb-ca-cert"),
+		NodeSubnetBits: c.Int("node-subnet-prefix"),
+		LeaderElect:    c.Bool("leader-elect"),
+		ResyncPeriod:   c.Duration("resync-period"),
+	}
+	var err error
+	for _, p := range []struct {
+		flag string
+		dst  *netip.Prefix
+	}{{"cluster-cidr", &cfg.ClusterCIDR}, {"service-cidr", &cfg.ServiceCIDR}, {"join-subnet", &cfg.JoinSubnet}} {
+		if *p.dst, err = parseCIDR(p.flag, c.String(p.flag)); err != nil {
+			return Config{}, err
+		}
+	}
+	return cfg, cfg.validate()
+}
+
+func parseCIDR(flag, s string) (netip.Prefix, error) {
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("--%s %q: %w", flag, s, err)
+	}
+	if p != p.Masked() {
+		return netip.Prefix{}, fmt.Errorf("--%s %q: host bits set (did you mean %s?)", flag, s, p.Masked())
+	}
+	return p, nil
+}
+
+func (c Config) validate() error {
+	if c.NBAddress == "" {
+		return fmt.Errorf("--nb-address is empty")
+	}
+	bits := c.ClusterCIDR.Addr().BitLen()
+	if c.NodeSubnetBits <= c.ClusterCIDR.Bits() || c.NodeSubnetBits > bits-2 {
+		return fmt.Errorf("--node-subnet-prefix /%d must be longer than the cluster CIDR %s and leave room for pods (at most /%d)", c.NodeSubnetBits, c.ClusterCIDR, bits-2)
+	}
+	nets := map[string]netip.Prefix{"cluster-cidr": c.ClusterCIDR, "service-cidr": c.ServiceCIDR, "join-subnet": c.JoinSubnet}
+	for a, pa := range nets {
+		for b, pb := range nets {
+			if a < b && pa.Overlaps(pb) {
+				return fmt.Errorf("--%s %s overlaps --%s %s", a, pa, b, pb)
+			}
+		}
+	}
+	return nil
+}

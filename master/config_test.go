@@ -1,0 +1,92 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/urfave/cli/v2"
+)
+
+// parse runs the app's flag handling (config file, environment, command line) and returns
+// the configuration its action saw.
+func parse(t *testing.T, args ...string) (Config, error) {
+	t.Helper()
+	app := newApp()
+	var got Config
+	app.Action = func(c *cli.Context) error {
+		var err error
+		got, err = configFrom(c)
+		return err
+	}
+	app.Writer, app.ErrWriter = &bytes.Buffer{}, &bytes.Buffer{}
+	err := app.Run(append([]string{"ovnt-master"}, args...))
+	return got, err
+}
+
+func TestConfigDefaults(t *testing.T) {
+	cfg, err := parse(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ClusterCIDR.String() != "10.244.0.0/16" || cfg.NodeSubnetBits != 24 ||
+		cfg.ServiceCIDR.String() != "10.96.0.0/16" || cfg.JoinSubnet.String() != "100.64.0.0/16" {
+		t.Errorf("defaults: %+v", cfg)
+	}
+}
+
+func TestConfigPrecedence(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "master.yaml")
+	os.WriteFile(file, []byte("cluster-cidr: 10.128.0.0/14\nnode-subnet-prefix: 23\nservice-cidr: 172.30.0.0/16\n"), 0o644)
+	t.Setenv("OVNT_NODE_SUBNET_PREFIX", "25")
+	cfg, err := parse(t, "--config", file, "--service-cidr", "172.31.0.0/16")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ClusterCIDR.String() != "10.128.0.0/14" {
+		t.Errorf("cluster CIDR from the file: got %s", cfg.ClusterCIDR)
+	}
+	if cfg.NodeSubnetBits != 25 {
+		t.Errorf("the environment must override the file: got /%d", cfg.NodeSubnetBits)
+	}
+	if cfg.ServiceCIDR.String() != "172.31.0.0/16" {
+		t.Errorf("the command line must override the file: got %s", cfg.ServiceCIDR)
+	}
+}
+
+func TestConfigRejectsBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--cluster-cidr", "10.244.0.0/33"}, "cluster-cidr"},
+		{[]string{"--cluster-cidr", "10.244.1.0/16"}, "host bits set"},
+		{[]string{"--service-cidr", "10.244.128.0/20"}, "overlaps"},
+		{[]string{"--node-subnet-prefix", "16"}, "node-subnet-prefix"},
+		{[]string{"--node-subnet-prefix", "31"}, "node-subnet-prefix"},
+		{[]string{"--nb-address", ""}, "nb-address"},
+	} {
+		_, err := parse(t, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: got error %v, want one mentioning %q", tc.args, err, tc.want)
+		}
+	}
+	if _, err := parse(t, "--config", "/nonexistent/master.yaml"); err == nil {
+		t.Error("a missing config file was accepted")
+	}
+}
+
+func TestVersionCommand(t *testing.T) {
+	app := newApp()
+	var out bytes.Buffer
+	app.Writer = &out
+	if err := app.Run([]string{"ovnt-master", "version"}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out.String(), "ovnt-master ") {
+		t.Errorf("version output %q", out.String())
+	}
+}

@@ -1,0 +1,8 @@
+package main
+
+const (
+	defaultOVSAddress = "unix:/var/run/openvswitch/db.sock"
+	defaultCNISocket  = "/var/run/ovn-transparent/cni.sock"
+	defaultCNIBinDir  = "/opt/cni/bin"
+	defaultCNIConfDir = "/etc/cni/net.d"
+)
