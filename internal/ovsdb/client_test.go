@@ -1,0 +1,228 @@
+package ovsdb
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ovn-org/libovsdb/client"
+)
+
+func TestParseRemotes(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    []string
+		wantErr bool
+	}{
+		{in: "unix:/run/ovn/ovnnb_db.sock", want: []string{"unix:/run/ovn/ovnnb_db.sock"}},
+		{
+			in:   "ssl:10.0.0.1:6641, ssl:10.0.0.2:6641,ssl:[fd00::3]:6641",
+			want: []string{"ssl:10.0.0.1:6641", "ssl:10.0.0.2:6641", "ssl:[fd00::3]:6641"},
+		},
+		{in: "tcp:127.0.0.1:6641,", want: []string{"tcp:127.0.0.1:6641"}},
+		{in: "", wantErr: true},
+		{in: " , ", wantErr: true},
+		{in: "unix:nb.sock", wantErr: true},           // relative: libovsdb would use its default socket
+		{in: "unix:/tmp/a#b", wantErr: true},          // not a URL path
+		{in: "tcp:127.0.0.1", wantErr: true},          // no port
+		{in: "tcp::6641", wantErr: true},              // no host
+		{in: "ptcp:6641:127.0.0.1", wantErr: true},    // a server's listening remote
+		{in: "/run/ovn/ovnnb_db.sock", wantErr: true}, // no method
+	}
+	for _, tt := range tests {
+		got, err := parseRemotes(tt.in)
+		if (err != nil) != tt.wantErr {
+			t.Errorf("parseRemotes(%q) error = %v, want error %v", tt.in, err, tt.wantErr)
+			continue
+		}
+		if !tt.wantErr && !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("parseRemotes(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for name, cfg := range map[string]Config{
+		"no tables":  {Remotes: "unix:/nonexistent.sock"},
+		"bad remote": {Remotes: "tcp:nohost", Tables: allTables()},
+		"ssl no key": {Remotes: "ssl:127.0.0.1:6641", Tables: allTables()},
+	} {
+		if c, err := New(ctx, testNBModel(t), cfg); err == nil {
+			c.Close()
+			t.Errorf("%s: New succeeded", name)
+		}
+	}
+}
+
+// TestConnectUnixAndTCP writes a Logical_Switch through each kind of remote and checks it
+// in the client's cache and with ovn-nbctl.
+func TestConnectUnixAndTCP(t *testing.T) {
+	tl := needTools(t)
+	dir := shortTempDir(t)
+	s := newStandalone(t, tl, dir, "nb", "--remote=ptcp:0:127.0.0.1")
+	s.start()
+	tcp := fmt.Sprintf("tcp:127.0.0.1:%d", s.boundPort())
+
+	for _, remote := range []string{s.unixRemote(), tcp} {
+		kind, _, _ := strings.Cut(remote, ":")
+		t.Run(kind, func(t *testing.T) {
+			c := newClient(t, remote, Config{Tables: allTables()})
+			if got := c.CurrentEndpoint(); got != remote {
+				t.Errorf("CurrentEndpoint() = %q, want %q", got, remote)
+			}
+			name := "ls-" + kind
+			uuid := insertSwitches(t, c, &testLS{Name: name, ExternalIDs: map[string]string{"owner": "test"}})[0]
+
+			waitFor(t, 5*time.Second, func() (bool, string) {
+				got, ok := cachedSwitches(t, c)[uuid]
+				want := lsRow{Name: name, ExternalIDs: "owner=test"}
+				return ok && got == want, fmt.Sprintf("cache has %+v, want %s: %+v", got, uuid, want)
+			})
+			list := run(t, dir, tl.nbctl, "--db="+remote, "ls-list")
+			if want := uuid + " (" + name + ")"; !strings.Contains(list, want) {
+				t.Errorf("ovn-nbctl ls-list:\n%s\nwant a line %q", list, want)
+			}
+			show := run(t, dir, tl.nbctl, "--db="+remote, "show")
+			if want := "switch " + uuid + " (" + name + ")"; !strings.Contains(show, want) {
+				t.Errorf("ovn-nbctl show:\n%s\nwant %q", show, want)
+			}
+		})
+	}
+}
+
+// TestNewWaitsForServer starts the client before the server: New retries until it is up.
+func TestNewWaitsForServer(t *testing.T) {
+	tl := needTools(t)
+	dir := shortTempDir(t)
+	s := newStandalone(t, tl, dir, "nb")
+	type result struct {
+		c   client.Client
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		c, err := New(ctx, testNBModel(t), Config{Remotes: s.unixRemote(), Tables: allTables(), Logger: testLogger(t)})
+		done <- result{c, err}
+	}()
+	time.Sleep(700 * time.Millisecond)
+	select {
+	case r := <-done:
+		t.Fatalf("New returned before the server started: %v", r.err)
+	default:
+	}
+	s.start()
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	t.Cleanup(r.c.Close)
+	insertSwitches(t, r.c, &testLS{Name: "late"})
+
+	// Without a server, New gives up when its context is done and says why.
+	ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
+	defer cancel()
+	_, err := New(ctx, testNBModel(t), Config{Remotes: "unix:" + dir + "/none.sock", Tables: allTables()})
+	if err == nil || !strings.Contains(err.Error(), "deadline exceeded") || !strings.Contains(err.Error(), "none.sock") {
+		t.Errorf("New without server: err = %v, want deadline exceeded naming the socket", err)
+	}
+}
+
+// TestOnlyRequestedTablesAreCached monitors one table, and one column of it, of a model
+// that has three tables.
+func TestOnlyRequestedTablesAreCached(t *testing.T) {
+	tl := needTools(t)
+	dir := shortTempDir(t)
+	s := newStandalone(t, tl, dir, "nb")
+	s.start()
+	db := "--db=" + s.unixRemote()
+	run(t, dir, tl.nbctl, db, "ls-add", "sw1", "--", "set", "Logical_Switch", "sw1", "external_ids:owner=x")
+	run(t, dir, tl.nbctl, db, "create", "Address_Set", "name=as1", "addresses=10.0.0.1")
+	run(t, dir, tl.nbctl, db, "lsp-add", "sw1", "p1")
+
+	ls := &testLS{}
+	c := newClient(t, s.unixRemote(), Config{Tables: []Table{{Model: ls, Fields: []interface{}{&ls.Name}}}})
+	// A row written after the monitor started must be skipped too.
+	run(t, dir, tl.nbctl, db, "ls-add", "sw2", "--", "create", "Address_Set", "name=as2")
+	waitFor(t, 5*time.Second, func() (bool, string) {
+		got := names(cachedSwitches(t, c))
+		return reflect.DeepEqual(got, []string{"sw1", "sw2"}), fmt.Sprintf("cached switches %q", got)
+	})
+
+	for table, n := range map[string]int{"Address_Set": 0, "Logical_Switch_Port": 0, "Logical_Switch": 2} {
+		if got := c.Cache().Table(table).Len(); got != n {
+			t.Errorf("cache table %s has %d rows, want %d", table, got, n)
+		}
+	}
+	var sets []testAddressSet
+	if err := c.List(context.Background(), &sets); err != nil || len(sets) != 0 {
+		t.Errorf("List(Address_Set) = %v, %v; want no rows", sets, err)
+	}
+	for _, row := range cachedSwitches(t, c) {
+		if row.ExternalIDs != "" {
+			t.Errorf("switch %s: external_ids %q in cache, but only name is monitored", row.Name, row.ExternalIDs)
+		}
+	}
+}
+
+// TestReconnectAfterKill kills the server with SIGKILL, changes the database while the client
+// is away, and checks that the client's cache converges to exactly the server's content.
+func TestReconnectAfterKill(t *testing.T) {
+	tl := needTools(t)
+	dir := shortTempDir(t)
+	s := newStandalone(t, tl, dir, "nb")
+	s.start()
+	c := newClient(t, s.unixRemote(), Config{Tables: allTables()})
+	uuids := insertSwitches(t, c,
+		&testLS{Name: "keep"},
+		&testLS{Name: "gone-offline"},
+		&testLS{Name: "changed-offline", ExternalIDs: map[string]string{"v": "1"}},
+		&testLS{Name: "gone-after-restart"},
+	)
+	waitFor(t, 5*time.Second, func() (bool, string) {
+		n := len(cachedSwitches(t, c))
+		return n == 4, fmt.Sprintf("%d switches in cache, want 4", n)
+	})
+
+	s.kill()
+	// libovsdb's Connected() stays true while it reconnects; CurrentEndpoint() is empty.
+	waitFor(t, 5*time.Second, func() (bool, string) { return c.CurrentEndpoint() == "", "client still connected" })
+
+	// Change the database file while no server runs.
+	run(t, dir, tl.tool, "transact", s.db, `["OVN_Northbound",
+		{"op":"delete","table":"Logical_Switch","where":[["name","==","gone-offline"]]},
+		{"op":"update","table":"Logical_Switch","where":[["name","==","changed-offline"]],
+		 "row":{"external_ids":["map",[["v","2"]]]}},
+		{"op":"insert","table":"Logical_Switch","row":{"name":"added-offline"}}]`)
+
+	s.start()
+	// These race with the client's reconnection; either order must end in the same cache.
+	db := "--db=" + s.unixRemote()
+	run(t, dir, tl.nbctl, db, "ls-add", "added-after-restart")
+	run(t, dir, tl.nbctl, db, "ls-del", "gone-after-restart")
+
+	// A transaction issued now waits for the reconnection.
+	insertSwitches(t, c, &testLS{Name: "added-by-client"})
+
+	want := []string{"added-after-restart", "added-by-client", "added-offline", "changed-offline", "keep"}
+	waitFor(t, 20*time.Second, func() (bool, string) {
+		cached, onServer := cachedSwitches(t, c), serverSwitches(t, tl, dir, s.unixRemote())
+		if !reflect.DeepEqual(cached, onServer) {
+			return false, fmt.Sprintf("cache %v, server %v", cached, onServer)
+		}
+		return reflect.DeepEqual(names(cached), want), fmt.Sprintf("switches %q, want %q", names(cached), want)
+	})
+	cached := cachedSwitches(t, c)
+	if got := cached[uuids[0]]; got.Name != "keep" {
+		t.Errorf("row %s is %+v, want the same row \"keep\" as before the restart", uuids[0], got)
+	}
+	if got := cached[uuids[2]]; got.ExternalIDs != "v=2" {
+		t.Errorf("changed-offline: external_ids %q, want v=2", got.ExternalIDs)
+	}
+}
