@@ -1,0 +1,111 @@
+//go:build linux
+
+package harness
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// AddNetns creates the network namespace r.Name(short), brings its loopback up, and
+// registers it for deletion at Close. It returns the full name.
+func (r *Run) AddNetns(short string) (string, error) {
+	name := r.Name(short)
+	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("ip netns add %s: %v: %s", name, err, out)
+	}
+	r.mu.Lock()
+	r.netns = append(r.netns, name)
+	r.mu.Unlock()
+	if _, err := Exec(context.Background(), name, "ip", "link", "set", "lo", "up"); err != nil {
+		return "", err
+	}
+	return name, nil
+}
+
+func deleteNetns(name string) error {
+	// Processes still inside keep the namespace alive after `ip netns del`; kill them first.
+	if out, err := exec.Command("ip", "netns", "pids", name).Output(); err == nil {
+		for _, f := range strings.Fields(string(out)) {
+			var pid int
+			if _, err := fmt.Sscan(f, &pid); err == nil && pid != os.Getpid() {
+				unix.Kill(pid, unix.SIGKILL)
+			}
+		}
+	}
+	out, err := exec.Command("ip", "netns", "del", name).CombinedOutput()
+	if err != nil && !strings.Contains(string(out), "No such file") {
+		return fmt.Errorf("ip netns del %s: %v: %s", name, err, out)
+	}
+	return nil
+}
+
+// Exec runs a short command (in netns if not empty) and returns its combined output; the
+// error includes the command line and the output.
+func Exec(ctx context.Context, netns string, name string, args ...string) (string, error) {
+	if netns != "" {
+		name, args = "ip", append([]string{"netns", "exec", netns, name}, args...)
+	}
+	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return string(out), nil
+}
+
+// InNetns runs fn on an OS thread switched into the named network namespace. Sockets fn
+// opens stay in that namespace after it returns (a listener made here serves inside it).
+func InNetns(netns string, fn func() error) error {
+	target, err := os.Open("/run/netns/" + netns)
+	if err != nil {
+		return err
+	}
+	defer target.Close()
+	runtime.LockOSThread()
+	orig, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
+	if err != nil {
+		runtime.UnlockOSThread()
+		return err
+	}
+	defer orig.Close()
+	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+		runtime.UnlockOSThread()
+		return fmt.Errorf("setns %s: %w", netns, err)
+	}
+	ferr := fn()
+	if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err != nil {
+		// The thread is in the wrong namespace: leave it locked so the runtime retires it
+		// when this goroutine ends, instead of reusing it.
+		return fmt.Errorf("restoring netns after %s: %w", netns, err)
+	}
+	runtime.UnlockOSThread()
+	return ferr
+}
+
+// WaitFor polls cond every interval until it returns true, an error, or ctx ends; on timeout
+// the last error from cond (if any) is reported with what.
+func WaitFor(ctx context.Context, what string, interval time.Duration, cond func() (bool, error)) error {
+	var last error
+	for {
+		ok, err := cond()
+		if ok {
+			return nil
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			if last != nil {
+				return fmt.Errorf("waiting for %s: %w (last: %v)", what, ctx.Err(), last)
+			}
+			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
+		case <-time.After(interval):
+		}
+	}
+}

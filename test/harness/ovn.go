@@ -1,0 +1,293 @@
+//go:build linux
+
+package harness
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Schemas installed by Debian's ovn-common and openvswitch-common packages.
+const (
+	nbSchema  = "/usr/share/ovn/ovn-nb.ovsschema"
+	sbSchema  = "/usr/share/ovn/ovn-sb.ovsschema"
+	ovsSchema = "/usr/share/openvswitch/vswitch.ovsschema"
+)
+
+// readyTimeout bounds every wait for a daemon to come up, whatever deadline the caller's
+// context has: a daemon that is not ready in this time is broken, not slow.
+const readyTimeout = 30 * time.Second
+
+// ctlTimeout is passed to every ovs-vsctl / ovn-nbctl / ovn-sbctl call as --timeout, so a
+// call against a dead server fails instead of hanging a test without a deadline.
+const ctlTimeout = "--timeout=30"
+
+// OVNCentral is a run's OVN control plane: NB and SB ovsdb-server on unix sockets in the run
+// directory, and ovn-northd. Unix sockets are reached through the file system, so daemons in
+// every network namespace of the run use them, and no TCP port can collide with another run.
+type OVNCentral struct {
+	Dir      string // <run>/central: databases, sockets, pidfiles
+	NBRemote string // unix:<Dir>/nb.sock
+	SBRemote string // unix:<Dir>/sb.sock
+
+	NB, SB, Northd *Proc
+}
+
+// centralDir is where a run's central lives; StartNode finds the SB socket there.
+func centralDir(r *Run) string { return r.Path("central") }
+
+func sbRemote(r *Run) string { return "unix:" + filepath.Join(centralDir(r), "sb.sock") }
+
+// StartOVNCentral starts the run's NB and SB databases and ovn-northd, and returns once
+// northd has processed the (empty) NB into the SB. A run has at most one central; a second
+// call fails.
+func (r *Run) StartOVNCentral(ctx context.Context) (*OVNCentral, error) {
+	dir := centralDir(r)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return nil, errors.New("harness: this run already has an OVN central")
+		}
+		return nil, err
+	}
+	c := &OVNCentral{
+		Dir:      dir,
+		NBRemote: "unix:" + filepath.Join(dir, "nb.sock"),
+		SBRemote: "unix:" + filepath.Join(dir, "sb.sock"),
+	}
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	success := false
+	defer func() {
+		if !success {
+			c.stop()
+			os.RemoveAll(dir)
+		}
+	}()
+	var err error
+	c.NB, err = r.startDB(ctx, "ovn-nb", "", dir, "nb", nbSchema)
+	if err != nil {
+		return nil, err
+	}
+	c.SB, err = r.startDB(ctx, "ovn-sb", "", dir, "sb", sbSchema)
+	if err != nil {
+		return nil, err
+	}
+	// init creates the NB_Global / SB_Global rows; --no-wait because northd is not up yet to
+	// bump sb_cfg, and ovn-nbctl would otherwise wait for it.
+	if _, err := c.NBCtl(ctx, "--no-wait", "init"); err != nil {
+		return nil, err
+	}
+	if _, err := c.SBCtl(ctx, "init"); err != nil {
+		return nil, err
+	}
+	c.Northd, err = r.startDaemon(ctx, ovsDaemon{
+		name: "ovn-northd", bin: "ovn-northd", dir: dir,
+		args: []string{"--ovnnb-db=" + c.NBRemote, "--ovnsb-db=" + c.SBRemote},
+	})
+	if err != nil {
+		return nil, err
+	}
+	// --wait=sb returns once northd has copied nb_cfg into the SB: northd holds the SB lock
+	// and has computed its first logical flows.
+	if _, err := c.NBCtl(ctx, "--wait=sb", "sync"); err != nil {
+		return nil, fmt.Errorf("harness: waiting for ovn-northd: %w", err)
+	}
+	success = true
+	return c, nil
+}
+
+// stop stops whichever daemons of the central were started, northd first.
+func (c *OVNCentral) stop() {
+	for _, p := range []*Proc{c.Northd, c.SB, c.NB} {
+		if p != nil {
+			p.Stop()
+		}
+	}
+}
+
+// NBCtl runs ovn-nbctl against the run's NB database and returns its standard output.
+func (c *OVNCentral) NBCtl(ctx context.Context, args ...string) (string, error) {
+	return ovsCtl(ctx, nil, "ovn-nbctl", append([]string{"--db=" + c.NBRemote, ctlTimeout}, args...)...)
+}
+
+// SBCtl runs ovn-sbctl against the run's SB database and returns its standard output.
+func (c *OVNCentral) SBCtl(ctx context.Context, args ...string) (string, error) {
+	return ovsCtl(ctx, nil, "ovn-sbctl", append([]string{"--db=" + c.SBRemote, ctlTimeout}, args...)...)
+}
+
+// ovsCtl runs an OVS/OVN command-line tool in the root namespace (every database of a run is on
+// a unix socket, reachable from there) and returns its standard output alone, so callers can
+// parse it; standard error goes into the error.
+// env, if any, is added to the harness's own environment.
+func ovsCtl(ctx context.Context, env []string, name string, args ...string) (string, error) {
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, name, args...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err,
+			strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String(), nil
+}
+
+// ovsDaemon is one OVS or OVN daemon of a run.
+type ovsDaemon struct {
+	name  string // unique in the run: process name, <LogDir>/<name>.log
+	bin   string
+	stem  string // <dir>/<stem>.pid and .ctl; default bin (two ovsdb-servers share the central dir)
+	netns string // full name; "" for the root namespace
+	dir   string // run directory of the daemon: pidfile, control socket, OVS_RUNDIR
+	args  []string
+	// ready reports whether the daemon serves; default: it answers on its control socket.
+	ready func(ctx context.Context) error
+}
+
+// ctlPath is the daemon's control socket once it runs as pid.
+func (d ovsDaemon) ctlPath(pid int) string {
+	if d.bin == "ovn-controller" {
+		// ovn-controller 23.03 has no --unixctl option: it always listens on
+		// <OVN_RUNDIR>/ovn-controller.<pid>.ctl.
+		return filepath.Join(d.dir, fmt.Sprintf("ovn-controller.%d.ctl", pid))
+	}
+	return d.file(".ctl")
+}
+
+// file is <dir>/<stem><ext>: the daemon's pidfile and control socket.
+func (d ovsDaemon) file(ext string) string {
+	stem := d.stem
+	if stem == "" {
+		stem = d.bin
+	}
+	return filepath.Join(d.dir, stem+ext)
+}
+
+// daemonEnv points every OVS and OVN default path at dir. Without it a daemon or tool falls
+// back to /var/run/openvswitch, /etc/openvswitch or /var/log/openvswitch for the files we do
+// not name on its command line (ovs-vswitchd's <bridge>.mgmt sockets, which ovn-controller
+// and ovs-ofctl then look for in OVS_RUNDIR; ovn-controller's system-id-override in
+// OVN_SYSCONFDIR), and two nodes would share them.
+func daemonEnv(dir, logDir string) []string {
+	return []string{
+		"OVS_RUNDIR=" + dir, "OVS_DBDIR=" + dir, "OVS_SYSCONFDIR=" + dir, "OVS_LOGDIR=" + logDir,
+		"OVN_RUNDIR=" + dir, "OVN_DBDIR=" + dir, "OVN_SYSCONFDIR=" + dir, "OVN_LOGDIR=" + logDir,
+	}
+}
+
+// startDaemon starts d in the foreground as a child of the run (no --detach: it must die with
+// the test process) and waits until it is ready.
+func (r *Run) startDaemon(ctx context.Context, d ovsDaemon) (*Proc, error) {
+	ctlPath := d.ctlPath(9999999) // the longest a pid makes it
+	if len(ctlPath) > 100 {
+		// sun_path holds 107 bytes. OVS daemons work around longer paths through
+		// /proc/self/fd, but not every client does.
+		return nil, fmt.Errorf("harness: socket path %s too long; use a shorter Options.Root or name", ctlPath)
+	}
+	args := []string{
+		"--no-chdir",
+		"--pidfile=" + d.file(".pid"),
+		"--log-file=" + filepath.Join(r.LogDir, d.name+".log"),
+		// The log file gets everything at INFO. Syslog would mix runs together on the host;
+		// errors also go to the console (<name>.out) so a daemon that dies before opening
+		// its log file still says why.
+		"-vsyslog:off", "-vconsole:err",
+	}
+	if d.bin != "ovn-controller" {
+		args = append(args, "--unixctl="+ctlPath)
+	}
+	args = append(args, d.args...)
+	p, err := r.Start(ProcSpec{
+		Name: d.name, Netns: d.netns, Path: d.bin, Args: args,
+		Env: daemonEnv(d.dir, r.LogDir), Dir: d.dir,
+	})
+	if err != nil {
+		return nil, err
+	}
+	ctlPath = d.ctlPath(p.Pid()) // "ip netns exec" execs the daemon: same pid
+	ready := d.ready
+	if ready == nil {
+		// A stale socket left by a killed predecessor refuses connections, so this test
+		// also holds on a restart.
+		ready = func(ctx context.Context) error {
+			_, err := ovsCtl(ctx, nil, "ovs-appctl", "--timeout=5", "-t", ctlPath, "version")
+			return err
+		}
+	}
+	if err := waitDaemon(ctx, r, p, d.name, ready); err != nil {
+		p.Stop()
+		return nil, err
+	}
+	return p, nil
+}
+
+// startDB creates <dir>/<stem>.db from schema (if missing) and serves it with ovsdb-server on
+// unix:<dir>/<stem>.sock, plus any extra remotes.
+func (r *Run) startDB(ctx context.Context, name, netns, dir, stem, schema string, extraRemotes ...string) (*Proc, error) {
+	db := filepath.Join(dir, stem+".db")
+	if _, err := os.Stat(db); errors.Is(err, os.ErrNotExist) {
+		if _, err := ovsCtl(ctx, nil, "ovsdb-tool", "create", db, schema); err != nil {
+			return nil, err
+		}
+	}
+	remote := "unix:" + filepath.Join(dir, stem+".sock")
+	args := []string{db, "--remote=p" + remote}
+	for _, x := range extraRemotes {
+		args = append(args, "--remote="+x)
+	}
+	return r.startDaemon(ctx, ovsDaemon{
+		name: name, bin: "ovsdb-server", stem: stem, netns: netns, dir: dir, args: args,
+		// ovsdb-server opens its remotes in its main loop, after the control socket: wait
+		// for the database socket itself.
+		ready: func(ctx context.Context) error {
+			_, err := ovsCtl(ctx, nil, "ovsdb-client", "--timeout=5", "list-dbs", remote)
+			return err
+		},
+	})
+}
+
+// waitDaemon polls ready every 20 ms until it succeeds, p exits (the error then carries the
+// end of p's log, where the reason is), or readyTimeout or ctx ends.
+func waitDaemon(ctx context.Context, r *Run, p *Proc, what string, ready func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	for {
+		err := ready(ctx)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-p.Done():
+			return fmt.Errorf("harness: %s exited (%v) before it was ready:\n%s",
+				what, p.Err(), daemonLogTail(r, p.Spec.Name, 20))
+		case <-ctx.Done():
+			return fmt.Errorf("harness: waiting for %s: %w (last: %v)", what, ctx.Err(), err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// daemonLogTail returns the last n lines of a daemon's log file and of its captured output.
+func daemonLogTail(r *Run, name string, n int) string {
+	var b strings.Builder
+	for _, f := range []string{name + ".log", name + ".out"} {
+		data, err := os.ReadFile(filepath.Join(r.LogDir, f))
+		if err != nil || len(data) == 0 {
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		if len(lines) > n {
+			lines = lines[len(lines)-n:]
+		}
+		fmt.Fprintf(&b, "--- %s\n%s\n", f, strings.Join(lines, "\n"))
+	}
+	return b.String()
+}

@@ -1,0 +1,464 @@
+//go:build linux
+
+package harness
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var ovnPrograms = []string{
+	"ip", "ethtool", "sysctl", "ping",
+	"ovsdb-tool", "ovsdb-server", "ovsdb-client", "ovs-vswitchd", "ovs-vsctl", "ovs-appctl",
+	"ovn-northd", "ovn-controller", "ovn-nbctl", "ovn-sbctl",
+}
+
+// startRun starts a run that is closed when the test ends, keeping its logs if it failed.
+func startRun(t *testing.T) *Run {
+	t.Helper()
+	// OVNT_KEEP_LOGS=1 keeps the daemons' logs of passing runs too.
+	r, err := NewRun(Options{Logf: t.Logf, KeepLogs: os.Getenv("OVNT_KEEP_LOGS") != ""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			r.MarkFailed()
+		}
+		if err := r.Close(); err != nil {
+			t.Errorf("closing run: %v", err)
+		}
+	})
+	return r
+}
+
+// startNodes starts the named chassis in parallel; the first gets 172.18.0.1, and so on.
+func startNodes(ctx context.Context, t *testing.T, r *Run, names ...string) []*Node {
+	t.Helper()
+	for _, name := range names {
+		if _, err := r.NodeIP(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nodes := make([]*Node, len(names))
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nodes[i], errs[i] = r.StartNode(ctx, name, NodeOptions{})
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return nodes
+}
+
+// chassisEncaps parses `ovn-sbctl show` into chassis name -> ["<type> <ip>", ...].
+func chassisEncaps(show string) map[string][]string {
+	res := map[string][]string{}
+	var chassis, encap string
+	for _, line := range strings.Split(show, "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			continue
+		}
+		switch f[0] {
+		case "Chassis":
+			chassis, encap = strings.Trim(f[1], `"`), ""
+			res[chassis] = nil
+		case "Encap":
+			encap = f[1]
+		case "ip:":
+			if chassis != "" && encap != "" {
+				res[chassis] = append(res[chassis], encap+" "+strings.Trim(f[1], `"`))
+				encap = ""
+			}
+		}
+	}
+	return res
+}
+
+// markedPids lists the processes that carry run id's marker.
+func markedPids(id string) []string {
+	var pids []string
+	files, _ := filepath.Glob("/proc/[0-9]*/environ")
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err == nil && bytes.Contains(data, []byte(markerEnv+"="+id+"\x00")) {
+			pids = append(pids, strings.TrimSuffix(strings.TrimPrefix(f, "/proc/"), "/environ"))
+		}
+	}
+	return pids
+}
+
+func runNetns(id string) []string {
+	out, _ := Exec(context.Background(), "", "ip", "netns", "list")
+	var ours []string
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) > 0 && strings.HasPrefix(f[0], Prefix+id+"-") {
+			ours = append(ours, f[0])
+		}
+	}
+	return ours
+}
+
+func TestTwoNodesRegisterChassis(t *testing.T) {
+	Require(t, ovnPrograms...)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	t0 := time.Now()
+	r := startRun(t)
+	c, err := r.StartOVNCentral(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("central ready after %v", time.Since(t0).Round(time.Millisecond))
+	nodes := startNodes(ctx, t, r, "node1", "node2")
+	t.Logf("two chassis registered after %v", time.Since(t0).Round(time.Millisecond))
+
+	show, err := c.SBCtl(ctx, "show")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := chassisEncaps(show)
+	for i, n := range nodes {
+		if want := fmt.Sprintf("172.18.0.%d", i+1); n.IP != want {
+			t.Errorf("%s has IP %s, want %s", n.Name, n.IP, want)
+		}
+		want := "geneve " + n.IP
+		if len(got[n.Name]) != 1 || got[n.Name][0] != want {
+			t.Errorf("chassis %s: encaps %q, want [%q]; ovn-sbctl show:\n%s", n.Name, got[n.Name], want, show)
+		}
+	}
+	if len(got) != 2 {
+		t.Errorf("ovn-sbctl show lists %d chassis, want 2:\n%s", len(got), show)
+	}
+
+	// Nothing of the run may appear in the root namespace: the veths are made in place.
+	if out, _ := Exec(ctx, "", "ip", "-o", "link"); strings.Contains(out, "0a:58:ac:12:00:") {
+		t.Errorf("an underlay interface is in the root namespace:\n%s", out)
+	}
+
+	// The underlay carries the nodes' addresses: the external host reaches them, and the
+	// nodes reach each other through br-phy.
+	ext, err := r.StartExternalHost(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		if out, err := ext.Exec(ctx, "ping", "-c1", "-w5", n.IP); err != nil {
+			t.Errorf("external host -> %s: %v\n%s", n.Name, err, out)
+		}
+	}
+	if out, err := nodes[0].Exec(ctx, "ping", "-c1", "-w5", nodes[1].IP); err != nil {
+		t.Errorf("node1 -> node2: %v\n%s", err, out)
+	}
+	// A node that leaves takes its namespace and underlay port along, and comes back with the
+	// same IP; its chassis row stays in the SB meanwhile, as after a crash.
+	if err := nodes[1].Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat("/run/netns/" + nodes[1].Netns); !os.IsNotExist(err) {
+		t.Errorf("netns of stopped node2 still exists (%v)", err)
+	}
+	if out, err := Exec(ctx, r.Name("ul"), "ip", "-o", "link", "show", "master", underlayBridge); err != nil || strings.Contains(out, nodes[1].ulPort+"@") {
+		t.Errorf("underlay port of stopped node2 still on the bridge: %v\n%s", err, out)
+	}
+	if show, err := c.SBCtl(ctx, "show"); err != nil || chassisEncaps(show)["node2"] == nil {
+		t.Errorf("chassis node2 left the SB when its node stopped: %v\n%s", err, show)
+	}
+	again, err := r.StartNode(ctx, "node2", NodeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.IP != nodes[1].IP {
+		t.Errorf("node2 rejoined with IP %s, had %s", again.IP, nodes[1].IP)
+	}
+	if out, err := nodes[0].Exec(ctx, "ping", "-c1", "-w5", again.IP); err != nil {
+		t.Errorf("node1 -> rejoined node2: %v\n%s", err, out)
+	}
+	t.Logf("checks done after %v", time.Since(t0).Round(time.Millisecond))
+
+	if t.Failed() {
+		return // keep the logs: the cleanup closes the run as failed
+	}
+	tc := time.Now()
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Close took %v", time.Since(tc).Round(time.Millisecond))
+	if ns := runNetns(r.ID); len(ns) > 0 {
+		t.Errorf("namespaces left after Close: %v", ns)
+	}
+	if pids := markedPids(r.ID); len(pids) > 0 {
+		t.Errorf("processes of the run left after Close: %v", pids)
+	}
+	if os.Getenv("OVNT_KEEP_LOGS") != "" {
+		if entries, _ := os.ReadDir(r.Dir); len(entries) != 1 || entries[0].Name() != "logs" {
+			t.Errorf("run dir %s holds more than logs/ after Close: %v", r.Dir, entries)
+		}
+	} else if _, err := os.Stat(r.Dir); !os.IsNotExist(err) {
+		t.Errorf("run dir %s left after Close (%v)", r.Dir, err)
+	}
+}
+
+// testPod is a stand-in for a pod until the CNI plugin exists: a namespace of the run with
+// a veth whose other end is on the node's br-int, bound to logical switch port lsp.
+type testPod struct {
+	netns, host, ip, lsp string
+	node                 *Node
+}
+
+func addTestPod(ctx context.Context, t *testing.T, r *Run, n *Node, name, lsp, mac, cidr string) *testPod {
+	t.Helper()
+	ns, err := r.AddNetns(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &testPod{netns: ns, host: name + "-h", ip: strings.Split(cidr, "/")[0], lsp: lsp, node: n}
+	// MTU 1400: the pod's packets get a GENEVE header on a 1500-byte underlay. Checksum
+	// offload off on both ends, as on the underlay: the userspace datapath reads the host end.
+	steps := []struct {
+		ns   string
+		args []string
+	}{
+		{"", []string{"ip", "link", "add", p.host, "netns", n.Netns, "mtu", "1400", "type", "veth",
+			"peer", "name", "eth0", "netns", ns, "mtu", "1400"}},
+		{ns, []string{"ip", "link", "set", "eth0", "address", mac, "up"}},
+		{ns, []string{"ip", "addr", "add", cidr, "dev", "eth0"}},
+		{ns, []string{"ethtool", "-K", "eth0", "tx", "off"}},
+		{n.Netns, []string{"ethtool", "-K", p.host, "tx", "off"}},
+		{n.Netns, []string{"ip", "link", "set", p.host, "up"}},
+	}
+	for _, s := range steps {
+		if _, err := Exec(ctx, s.ns, s.args[0], s.args[1:]...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := n.VSCtl(ctx, "add-port", "br-int", p.host,
+		"--", "set", "Interface", p.host, "external_ids:iface-id="+lsp); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// waitInstalled waits until ovn-controller has bound the pod's port and installed its flows.
+func (p *testPod) waitInstalled(ctx context.Context, t *testing.T) {
+	t.Helper()
+	err := WaitFor(ctx, p.host+" ovn-installed", 50*time.Millisecond, func() (bool, error) {
+		out, err := p.node.VSCtl(ctx, "--if-exists", "get", "Interface", p.host, "external_ids:ovn-installed")
+		return strings.TrimSpace(out) == `"true"`, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// echoServer serves TCP echo on addr inside netns until the test ends.
+func echoServer(t *testing.T, netns, addr string) {
+	t.Helper()
+	var ln net.Listener
+	if err := InNetns(netns, func() (err error) {
+		ln, err = net.Listen("tcp", addr)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				io.Copy(c, c)
+			}()
+		}
+	}()
+}
+
+// echoExchange sends size random bytes from netns to an echo server at addr and checks they
+// come back intact.
+func echoExchange(ctx context.Context, netns, addr string, size int) error {
+	var conn net.Conn
+	if err := InNetns(netns, func() (err error) {
+		conn, err = (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, "tcp", addr)
+		return err
+	}); err != nil {
+		return err
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(20 * time.Second))
+	want := make([]byte, size)
+	rand.Read(want)
+	werr := make(chan error, 1)
+	go func() {
+		_, err := conn.Write(want)
+		conn.(*net.TCPConn).CloseWrite()
+		werr <- err
+	}()
+	got, err := io.ReadAll(conn)
+	if err != nil {
+		return fmt.Errorf("reading echo after %d bytes: %w", len(got), err)
+	}
+	if err := <-werr; err != nil {
+		return fmt.Errorf("writing: %w", err)
+	}
+	if !bytes.Equal(got, want) {
+		return fmt.Errorf("echo returned %d bytes, differing from the %d sent", len(got), len(want))
+	}
+	return nil
+}
+
+func TestCrossNodeDataPath(t *testing.T) {
+	Require(t, ovnPrograms...)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	t0 := time.Now()
+	r := startRun(t)
+	c, err := r.StartOVNCentral(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := startNodes(ctx, t, r, "node1", "node2")
+	t.Logf("central and two chassis up after %v", time.Since(t0).Round(time.Millisecond))
+
+	for _, cmd := range [][]string{
+		{"ls-add", "ls0"},
+		{"lsp-add", "ls0", "pod-a"},
+		{"lsp-set-addresses", "pod-a", "0a:58:0a:f4:00:0a 10.244.0.10"},
+		{"lsp-add", "ls0", "pod-b"},
+		{"lsp-set-addresses", "pod-b", "0a:58:0a:f4:00:0b 10.244.0.11"},
+	} {
+		if _, err := c.NBCtl(ctx, cmd...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := addTestPod(ctx, t, r, nodes[0], "pod-a", "pod-a", "0a:58:0a:f4:00:0a", "10.244.0.10/24")
+	b := addTestPod(ctx, t, r, nodes[1], "pod-b", "pod-b", "0a:58:0a:f4:00:0b", "10.244.0.11/24")
+	a.waitInstalled(ctx, t)
+	b.waitInstalled(ctx, t)
+	// ovn-installed says the local chassis is ready for its port; --wait=hv waits until every
+	// chassis has caught up with the NB, so each also knows where the remote port is.
+	if _, err := c.NBCtl(ctx, "--wait=hv", "sync"); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []*testPod{a, b} {
+		out, err := c.SBCtl(ctx, "--bare", "--columns=chassis", "find", "Port_Binding", "logical_port="+p.lsp)
+		if err != nil || strings.TrimSpace(out) == "" {
+			t.Fatalf("port binding of %s has no chassis: %v %q", p.lsp, err, out)
+		}
+	}
+	t.Logf("ports bound after %v", time.Since(t0).Round(time.Millisecond))
+
+	tp := time.Now()
+	if out, err := Exec(ctx, a.netns, "ping", "-c3", "-i0.2", "-w10", b.ip); err != nil {
+		t.Fatalf("pod-a -> pod-b ping across nodes: %v\n%s", err, out)
+	}
+	t.Logf("ping across nodes took %v", time.Since(tp).Round(time.Millisecond))
+
+	// The packets really went through a GENEVE tunnel: node1's datapath pushed the header.
+	flows, err := nodes[0].AppCtl(ctx, "ovs-vswitchd", "dpctl/dump-flows")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(flows, "tnl_push(") || !strings.Contains(flows, "geneve(") {
+		t.Errorf("node1's datapath has no GENEVE tnl_push flow:\n%s", flows)
+	}
+
+	// The node helpers reach the right daemons.
+	if out, err := nodes[0].OFCtl(ctx, "dump-flows", "br-int"); err != nil || strings.Count(out, "\n") < 50 {
+		t.Errorf("ovs-ofctl dump-flows br-int on node1: %v, %d lines", err, strings.Count(out, "\n"))
+	}
+	if out, err := nodes[0].AppCtl(ctx, "ovn-controller", "connection-status"); err != nil || strings.TrimSpace(out) != "connected" {
+		t.Errorf("ovn-controller connection-status on node1: %v %q", err, out)
+	}
+
+	// 1 MiB of TCP both ways: full-size segments at the pod MTU, checksums checked.
+	echoServer(t, b.netns, b.ip+":8080")
+	tt := time.Now()
+	if err := echoExchange(ctx, a.netns, b.ip+":8080", 1<<20); err != nil {
+		t.Fatalf("TCP pod-a -> pod-b: %v", err)
+	}
+	t.Logf("1 MiB TCP echo across nodes took %v", time.Since(tt).Round(time.Millisecond))
+
+	// A crashed ovn-controller restarts from the same databases and the path still works.
+	tr := time.Now()
+	nodes[1].OVNController().Kill()
+	if _, err := nodes[1].StartOVNController(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.NBCtl(ctx, "--wait=hv", "sync"); err != nil {
+		t.Fatal(err)
+	}
+	if err := echoExchange(ctx, a.netns, b.ip+":8080", 64<<10); err != nil {
+		t.Fatalf("TCP pod-a -> pod-b after restarting node2's ovn-controller: %v", err)
+	}
+	t.Logf("ovn-controller restart and TCP again took %v", time.Since(tr).Round(time.Millisecond))
+	t.Logf("total before Close %v", time.Since(t0).Round(time.Millisecond))
+}
+
+// TestNodeWithoutChassis starts a node the way ovnt-node will find it (SkipChassis), then does
+// by hand the minimum ovnt-node will do, and starts ovn-controller.
+func TestNodeWithoutChassis(t *testing.T) {
+	Require(t, ovnPrograms...)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	t0 := time.Now()
+	r := startRun(t)
+	c, err := r.StartOVNCentral(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := r.StartNode(ctx, "bare", NodeOptions{SkipChassis: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.OVNController() != nil {
+		t.Error("ovn-controller started with SkipChassis")
+	}
+	if out, err := n.VSCtl(ctx, "list-br"); err != nil || strings.TrimSpace(out) != "" {
+		t.Errorf("bridges with SkipChassis: %v %q", err, out)
+	}
+	if out, err := n.Exec(ctx, "ip", "-o", "-4", "addr", "show", "dev", "eth0"); err != nil || !strings.Contains(out, n.IP+"/24") {
+		t.Errorf("eth0 does not hold %s: %v %q", n.IP, err, out)
+	}
+	if _, err := n.VSCtl(ctx, "set", "Open_vSwitch", ".",
+		"external_ids:system-id="+n.Name, "external_ids:ovn-remote="+c.SBRemote,
+		"external_ids:ovn-encap-type=geneve", "external_ids:ovn-encap-ip="+n.IP,
+		"external_ids:ovn-bridge-datapath-type=netdev"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.StartOVNController(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.StartOVNController(ctx); err == nil {
+		t.Error("a second ovn-controller was started on the node")
+	}
+	if err := n.waitChassis(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// ovn-controller made br-int itself, as the userspace type the external_ids ask for.
+	if out, err := n.VSCtl(ctx, "get", "Bridge", "br-int", "datapath_type"); err != nil || strings.TrimSpace(out) != "netdev" {
+		t.Errorf("br-int datapath_type: %v %q", err, out)
+	}
+	t.Logf("central, bare node and chassis after %v", time.Since(t0).Round(time.Millisecond))
+}
