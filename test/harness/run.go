@@ -61,13 +61,14 @@ type Run struct {
 	opts   Options
 	reaper *os.File // write end of the pipe the reaper waits on
 
-	mu       sync.Mutex
-	procs    []*Proc
-	netns    []string
-	cleanups []cleanup
-	failed   bool
-	closed   bool
-	ul       *underlay // the nodes' shared L2, made by the first node or external host
+	mu        sync.Mutex
+	procs     []*Proc
+	netns     []string
+	cleanups  []cleanup
+	failed    bool
+	closed    bool
+	closeDone chan struct{} // closed when the teardown Close started has finished
+	ul        *underlay     // the nodes' shared L2, made by the first node or external host
 }
 
 type cleanup struct {
@@ -157,16 +158,22 @@ func (r *Run) MarkFailed() {
 
 // Close tears the run down: cleanups (LIFO), processes (reverse start order), network
 // namespaces, then the run directory (logs are kept if the run failed or KeepLogs is set).
-// It is idempotent and returns every error it met, joined.
+// It is idempotent, and a call made while another is tearing down waits for it to finish;
+// it returns every error it met, joined.
 func (r *Run) Close() error {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
+		// Another goroutine (the signal handler, say) is tearing down: wait for it, or the
+		// caller could exit the process halfway through.
+		<-r.closeDone
 		return nil
 	}
 	r.closed = true
+	r.closeDone = make(chan struct{})
 	cleanups, procs, nss, failed := r.cleanups, r.procs, r.netns, r.failed
 	r.mu.Unlock()
+	defer close(r.closeDone)
 	defer unregister(r)
 
 	var errs []error
