@@ -1,0 +1,40 @@
+//go:build linux
+
+// Command kube-binaries builds (once, into the harness's cache outside the repository) the
+// kube-apiserver, kube-controller-manager and kube-scheduler the test harness runs, and
+// prints the directory that holds them. `make` calls it before the tests so that no test
+// package spends its timeout on a 5-8 minute cold build.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/ovn-transparent/ovn-transparent/test/harness"
+)
+
+func main() {
+	version := flag.String("version", harness.KubeVersion, "Kubernetes release to build (v1.X.Y)")
+	flag.Parse()
+	log.SetFlags(log.Ltime)
+	log.SetPrefix("kube-binaries: ")
+	dir, err := run(*version)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(dir)
+}
+
+func run(version string) (string, error) {
+	// Ctrl-C cancels the go commands; the build leaves nothing half-written behind.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return harness.EnsureKubeBinaries(ctx, version, func(format string, args ...any) {
+		log.Printf(format, args...)
+	})
+}
