@@ -1,0 +1,234 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ovn-transparent/ovn-transparent/test/harness"
+)
+
+// up starts `serve` in its own session, waits until it has written its state (or died), and
+// prints the sandbox. A sandbox already running is shown, not started twice.
+func up(c *cli.Context) error {
+	dir := c.String("state-dir")
+	if s, err := readState(dir); err == nil {
+		fmt.Printf("sandbox already running (pid %d, run %s)\n", s.PID, s.RunID)
+		return show(c.Context, s)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	logPath := filepath.Join(dir, "sandbox.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(self, "--state-dir", dir, "serve", "--nodes", fmt.Sprint(c.Int("nodes")))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // outlives this command and the terminal
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	fmt.Printf("starting the sandbox (log: %s); the first start builds Kubernetes and takes minutes\n", logPath)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-exited:
+			b, _ := os.ReadFile(logPath)
+			return fmt.Errorf("sandbox failed to start (%v):\n%s", err, tail(string(b), 40))
+		case <-tick.C:
+			if s, err := readState(dir); err == nil && s.PID == cmd.Process.Pid {
+				return show(c.Context, s)
+			}
+		}
+	}
+}
+
+// serve builds the sandbox in a harness run and holds it until SIGTERM or SIGINT.
+func serve(c *cli.Context) error {
+	dir, err := filepath.Abs(c.String("state-dir"))
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	logf := func(format string, args ...any) {
+		fmt.Printf("%s "+format+"\n", append([]any{time.Now().Format("15:04:05.000")}, args...)...)
+	}
+	r, err := harness.NewRun(harness.Options{Logf: logf})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	s, err := build(ctx, r, dir, c.Int("nodes"))
+	if err != nil {
+		r.MarkFailed()
+		return err
+	}
+	s.PID, s.RunID = os.Getpid(), r.ID
+	if err := writeState(dir, s); err != nil {
+		return err
+	}
+	defer os.Remove(statePath(dir))
+	logf("sandbox ready")
+	<-ctx.Done()
+	logf("stopping the sandbox")
+	return nil
+}
+
+// build starts the control plane, OVN central, the nodes and the external host.
+func build(ctx context.Context, r *harness.Run, dir string, nodes int) (state, error) {
+	s := state{Netns: map[string]string{}}
+	kube, err := r.StartKube(ctx, harness.KubeOptions{})
+	if err != nil {
+		return s, err
+	}
+	s.Kubeconfig = filepath.Join(dir, "kubeconfig")
+	if err := copyFile(kube.Kubeconfig, s.Kubeconfig); err != nil {
+		return s, err
+	}
+	central, err := r.StartOVNCentral(ctx)
+	if err != nil {
+		return s, err
+	}
+	s.NBRemote, s.SBRemote = central.NBRemote, central.SBRemote
+	for i := 1; i <= nodes; i++ {
+		name := fmt.Sprintf("node%d", i)
+		n, err := r.StartNode(ctx, name, harness.NodeOptions{})
+		if err != nil {
+			return s, err
+		}
+		s.Netns["node/"+name] = n.Netns
+	}
+	ext, err := r.StartExternalHost(ctx)
+	if err != nil {
+		return s, err
+	}
+	s.Netns["external"] = ext.Netns
+	return s, nil
+}
+
+// down stops the serve process and waits until it has torn the sandbox down.
+func down(c *cli.Context) error {
+	s, err := readState(c.String("state-dir"))
+	if errors.Is(err, errNotRunning) {
+		fmt.Println("no sandbox is running")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := syscall.Kill(s.PID, syscall.SIGTERM); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for alive(s.PID) {
+		if time.Now().After(deadline) {
+			syscall.Kill(s.PID, syscall.SIGKILL) // its daemons die with it; the reaper deletes the namespaces
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	fmt.Printf("sandbox %s stopped\n", s.RunID)
+	return nil
+}
+
+func status(c *cli.Context) error {
+	s, err := readState(c.String("state-dir"))
+	if err != nil {
+		return err
+	}
+	return show(c.Context, s)
+}
+
+// show prints what an operator would look at first.
+func show(ctx context.Context, s state) error {
+	fmt.Printf("\nsandbox run %s (pid %d)\n  kubeconfig: %s\n  NB: %s\n  SB: %s\n", s.RunID, s.PID, s.Kubeconfig, s.NBRemote, s.SBRemote)
+	for k, ns := range s.Netns {
+		fmt.Printf("  %-12s netns %s\n", k, ns)
+	}
+	for _, cmd := range [][]string{
+		{"ovn-sbctl", "--db=" + s.SBRemote, "show"},
+		{"ovn-nbctl", "--db=" + s.NBRemote, "show"},
+	} {
+		out, err := harness.Exec(ctx, "", cmd[0], cmd[1:]...)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("\n$ %s show\n%s", cmd[0], out)
+	}
+	fmt.Println("\nstop it with: make sandbox-down")
+	return nil
+}
+
+// execCmd runs a command inside a node's or the external host's network namespace, with
+// this terminal's standard streams.
+func execCmd(c *cli.Context) error {
+	args := c.Args().Slice()
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	}
+	if len(args) < 2 {
+		return fmt.Errorf("usage: ovnt-sandbox exec node/<name>|external -- COMMAND [ARGS...]")
+	}
+	target, cmdline := args[0], args[1:]
+	if cmdline[0] == "--" {
+		cmdline = cmdline[1:]
+	}
+	s, err := readState(c.String("state-dir"))
+	if err != nil {
+		return err
+	}
+	ns, ok := s.Netns[target]
+	if !ok {
+		known := make([]string, 0, len(s.Netns))
+		for k := range s.Netns {
+			known = append(known, k)
+		}
+		return fmt.Errorf("unknown target %q (known: %s)", target, strings.Join(known, ", "))
+	}
+	cmd := exec.Command("ip", append([]string{"netns", "exec", ns}, cmdline...)...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	err = cmd.Run()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		os.Exit(exit.ExitCode()) // the command's own status, as `kubectl exec` passes it on
+	}
+	return err
+}
+
+func copyFile(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o600)
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
