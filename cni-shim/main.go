@@ -5,8 +5,12 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"net"
 	"os"
+	"time"
 
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
@@ -14,12 +18,17 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/cliapp"
+	"github.com/ovn-transparent/ovn-transparent/internal/cni"
 )
+
+// requestTimeout bounds one call. ADD waits in the agent for the master's annotation and
+// for ovn-controller; kubelet gives the whole sandbox set-up about four minutes.
+const requestTimeout = 3 * time.Minute
 
 func main() {
 	if os.Getenv("CNI_COMMAND") != "" {
 		skel.PluginMainFuncs(skel.CNIFuncs{Add: forward, Del: forward, Check: forward, GC: forward, Status: forward},
-			cniversion.PluginSupports("0.4.0", "1.0.0", "1.1.0"), "ovnt-cni "+cliapp.Version())
+			cniversion.PluginSupports(cni.SupportedVersions...), "ovnt-cni "+cliapp.Version())
 		return
 	}
 	if err := newApp().Run(os.Args); err != nil {
@@ -36,9 +45,46 @@ func newApp() *cli.App {
 	return app
 }
 
-// forward is where the call goes to the node agent; the agent's CNI server is not part of
-// this build yet, so every call fails with a CNI error that says so.
+// forward sends the call to the node agent and prints its answer (an ADD result, already in
+// the requested cniVersion). skel prints the error, if any, as CNI requires.
 func forward(args *skel.CmdArgs) error {
-	return types.NewError(types.ErrTryAgainLater, "ovnt-node CNI server not available in this build",
-		fmt.Sprintf("container %s", args.ContainerID))
+	command := os.Getenv("CNI_COMMAND")
+	conf, err := cni.ParseNetConf(args.StdinData)
+	if err != nil {
+		return err
+	}
+	socket := conf.Socket
+	if socket == "" {
+		socket = defaultSocket
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+	defer cancel()
+	client := cni.NewClient(func(ctx context.Context) (net.Conn, error) { return dial(ctx, socket) })
+	out, err := client.Do(ctx, cni.Request{
+		Command:     command,
+		ContainerID: args.ContainerID,
+		Netns:       args.Netns,
+		IfName:      args.IfName,
+		Args:        args.Args,
+		Path:        args.Path,
+		StdinData:   args.StdinData,
+	})
+	if errors.Is(err, cni.ErrUnreachable) {
+		// STATUS must say "not available" (50) so the runtime reports the network not
+		// ready; every other command may succeed once the agent is back.
+		code := types.ErrTryAgainLater
+		if command == "STATUS" {
+			code = types.ErrPluginNotAvailable
+		}
+		return types.NewError(code, fmt.Sprintf("ovnt-node is not reachable at %s", socket), err.Error())
+	}
+	if err != nil {
+		return err
+	}
+	if len(out) > 0 {
+		if _, err := os.Stdout.Write(out); err != nil {
+			return types.NewError(types.ErrIOFailure, "writing the result", err.Error())
+		}
+	}
+	return nil
 }

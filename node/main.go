@@ -5,11 +5,16 @@ package main
 
 import (
 	"fmt"
+	"log"
 	"os"
+	"os/signal"
+	"syscall"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/urfave/cli/v2"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/cliapp"
+	"github.com/ovn-transparent/ovn-transparent/node/internal/agent"
 )
 
 func main() {
@@ -28,5 +33,12 @@ func run(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return fmt.Errorf("configuration valid (node %q, encap %s), but this build has no node agent yet", cfg.NodeName, cfg.EncapType)
+	// SIGTERM is how kubelet and systemd stop the agent; pods keep their network.
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	logger := log.New(os.Stderr, "", log.LstdFlags|log.Lmicroseconds)
+	lg := funcr.New(func(prefix, args string) {
+		logger.Println(prefix, args)
+	}, funcr.Options{Verbosity: c.Int("log-level")})
+	return agent.Run(ctx, cfg, lg.WithName("ovnt-node"))
 }

@@ -1,0 +1,255 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/ovn-transparent/ovn-transparent/internal/annotations"
+	"github.com/ovn-transparent/ovn-transparent/internal/cni"
+	"github.com/ovn-transparent/ovn-transparent/test/harness"
+)
+
+var programs = []string{
+	"ip", "ethtool", "sysctl", "ping", "go",
+	"ovsdb-tool", "ovsdb-server", "ovsdb-client", "ovs-vswitchd", "ovs-vsctl", "ovs-appctl",
+	"ovn-northd", "ovn-controller", "ovn-nbctl", "ovn-sbctl",
+}
+
+const (
+	clusterCIDR = "10.244.0.0/16"
+	serviceCIDR = "10.96.0.0/16"
+	// annotationTimeout is the agents' --pod-annotation-timeout: short, for the test of a
+	// pod the master never annotates.
+	annotationTimeout = 4 * time.Second
+)
+
+// env is a cluster without a master: the test writes what the master would.
+type env struct {
+	t       *testing.T
+	r       *harness.Run
+	central *harness.OVNCentral
+	kube    *harness.Kube
+	client  kubernetes.Interface
+	nodes   []*node
+}
+
+// node is a harness node running ovnt-node.
+type node struct {
+	*harness.Node
+	index   int          // node i has subnet 10.244.i.0/24
+	subnet  netip.Prefix // its pod subnet
+	agentN  int          // agents started, to name their logs
+	dir     string       // the agent's CNI socket, bin and conf directories
+	socket  string
+	binDir  string
+	confDir string
+	kubecfg string
+	agent   *harness.Proc
+}
+
+func (n *node) gateway() netip.Addr { return n.subnet.Addr().Next() }
+func (n *node) mgmtIP() netip.Addr  { return n.gateway().Next() }
+
+// newEnv starts OVN central, an API server and the named nodes (as harness nodes without a
+// chassis), creates their Node objects and the NB rows the master would, but starts no
+// agent.
+func newEnv(ctx context.Context, t *testing.T, names ...string) *env {
+	t.Helper()
+	harness.Require(t, programs...)
+	r, err := harness.NewRun(harness.Options{Logf: t.Logf, KeepLogs: os.Getenv("OVNT_KEEP_LOGS") != ""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, r: r}
+	t.Cleanup(func() {
+		if t.Failed() {
+			r.MarkFailed()
+		}
+		if err := r.Close(); err != nil {
+			t.Errorf("closing run: %v", err)
+		}
+	})
+	var wg sync.WaitGroup
+	var kerr, cerr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		e.kube, kerr = r.StartKube(ctx, harness.KubeOptions{APIServerOnly: true, ServiceCIDR: serviceCIDR})
+	}()
+	e.central, cerr = r.StartOVNCentral(ctx)
+	wg.Wait()
+	if kerr != nil || cerr != nil {
+		t.Fatalf("kube: %v; central: %v", kerr, cerr)
+	}
+	e.client = e.kube.Client()
+	for _, name := range names {
+		if _, err := r.NodeIP(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.central.NBCtl(ctx, "lr-add", "ovn_cluster_router"); err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range names {
+		hn, err := r.StartNode(ctx, name, harness.NodeOptions{SkipChassis: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := &node{Node: hn, index: i + 1, subnet: netip.MustParsePrefix(fmt.Sprintf("10.244.%d.0/24", i+1))}
+		n.dir = r.Path("agents", name)
+		n.socket, n.binDir, n.confDir = filepath.Join(n.dir, "run", "cni.sock"), filepath.Join(n.dir, "bin"), filepath.Join(n.dir, "net.d")
+		if n.kubecfg, err = e.kube.ExposeInNetns(n.Netns); err != nil {
+			t.Fatal(err)
+		}
+		e.createNode(ctx, n)
+		e.addNodeNB(ctx, n)
+		e.nodes = append(e.nodes, n)
+	}
+	e.ensureNamespace(ctx, "default")
+	return e
+}
+
+// createNode registers the Node object, as kubelet would, with the subnet the master would
+// allocate.
+func (e *env) createNode(ctx context.Context, n *node) {
+	e.t.Helper()
+	_, err := e.client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+		Name:        n.Name,
+		Annotations: map[string]string{annotations.NodeSubnetKey: n.subnet.String()},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// addNodeNB creates the node's switch, joined to the cluster router, and the management
+// port's logical port.
+func (e *env) addNodeNB(ctx context.Context, n *node) {
+	e.t.Helper()
+	gw := n.gateway()
+	rtos, stor := "rtos-"+n.Name, "stor-"+n.Name
+	mgmt := fmt.Sprintf("%s %s", annotations.MACFromIP(n.mgmtIP()), n.mgmtIP())
+	_, err := e.central.NBCtl(ctx,
+		"--", "ls-add", n.Name,
+		"--", "lrp-add", "ovn_cluster_router", rtos, annotations.MACFromIP(gw).String(), fmt.Sprintf("%s/%d", gw, n.subnet.Bits()),
+		"--", "lsp-add", n.Name, stor,
+		"--", "lsp-set-type", stor, "router",
+		"--", "lsp-set-addresses", stor, "router",
+		"--", "lsp-set-options", stor, "router-port="+rtos,
+		"--", "lsp-add", n.Name, "k8s-"+n.Name,
+		"--", "lsp-set-addresses", "k8s-"+n.Name, mgmt)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// ensureNamespace creates a namespace and its default ServiceAccount (no controller-manager
+// runs to do it, and pod admission needs it).
+func (e *env) ensureNamespace(ctx context.Context, ns string) {
+	e.t.Helper()
+	if ns != "default" {
+		if _, err := e.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	_, err := e.client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// agentArgs are the flags of n's ovnt-node.
+func (e *env) agentArgs(n *node) []string {
+	return []string{
+		"--node-name", n.Name,
+		"--kubeconfig", n.kubecfg,
+		"--sb-address", e.central.SBRemote,
+		"--ovs-address", n.OVSRemote,
+		"--datapath-type", "netdev",
+		"--uplink-interface", "eth0",
+		"--cluster-cidr", clusterCIDR,
+		"--service-cidr", serviceCIDR,
+		"--cni-socket", n.socket,
+		"--cni-bin-dir", n.binDir,
+		"--cni-conf-dir", n.confDir,
+		"--cni-plugin", cniBin,
+		"--pod-annotation-timeout", annotationTimeout.String(),
+		"--port-install-timeout", "10s",
+		"--log-level", "1",
+	}
+}
+
+// startAgent runs ovnt-node in n's namespace and waits until it serves CNI and has
+// installed the plugin.
+func (e *env) startAgent(ctx context.Context, n *node) {
+	e.t.Helper()
+	t0 := time.Now()
+	n.agentN++
+	p, err := e.r.Start(harness.ProcSpec{
+		Name: fmt.Sprintf("ovnt-node-%s-%d", n.Name, n.agentN), Netns: n.Netns, Path: nodeBin, Args: e.agentArgs(n),
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	n.agent = p
+	conf := filepath.Join(n.confDir, cni.ConfListName)
+	err = harness.WaitFor(ctx, n.Name+" agent serving", 50*time.Millisecond, func() (bool, error) {
+		select {
+		case <-p.Done():
+			return false, fmt.Errorf("ovnt-node exited: %v", p.Err())
+		default:
+		}
+		if _, err := os.Stat(conf); err != nil {
+			return false, err
+		}
+		// The conflist of a previous agent may be there already: the socket tells.
+		_, err := cni.NewClient(dialer(n.socket)).Do(ctx, cni.Request{Command: "STATUS", StdinData: []byte(`{"cniVersion":"1.1.0"}`)})
+		if err != nil && strings.Contains(err.Error(), "unreachable") {
+			return false, err
+		}
+		return true, nil
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Logf("%s: ovnt-node serving after %v", n.Name, time.Since(t0).Round(time.Millisecond))
+}
+
+// startControllers starts every node's ovn-controller, once the agents configured the
+// chassis.
+func (e *env) startControllers(ctx context.Context) {
+	e.t.Helper()
+	for _, n := range e.nodes {
+		if _, err := n.StartOVNController(ctx); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+}
+
+// waitReady waits until every agent answers STATUS with success: ovn-controller has
+// installed the management port.
+func (e *env) waitReady(ctx context.Context) {
+	e.t.Helper()
+	t0 := time.Now()
+	for _, n := range e.nodes {
+		err := harness.WaitFor(ctx, n.Name+" STATUS ok", 100*time.Millisecond, func() (bool, error) {
+			_, err := cni.NewClient(dialer(n.socket)).Do(ctx, cni.Request{Command: "STATUS", StdinData: []byte(`{"cniVersion":"1.1.0"}`)})
+			return err == nil, err
+		})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	e.t.Logf("all agents ready after %v", time.Since(t0).Round(time.Millisecond))
+}

@@ -1,0 +1,93 @@
+package agent
+
+import (
+	"context"
+	"net"
+	"runtime"
+
+	"github.com/ovn-transparent/ovn-transparent/internal/annotations"
+	"github.com/ovn-transparent/ovn-transparent/node/internal/hostnet"
+	"github.com/ovn-transparent/ovn-transparent/node/internal/ovs"
+)
+
+// setupChassis makes the node an OVN chassis: br-int, the gateway bridge with the node's
+// address, the settings ovn-controller reads, and the management port's OVS side. It returns
+// what the Node's chassis annotation says. Every step converges, so a restart changes
+// nothing.
+func setupChassis(ctx context.Context, cfg Config, sw *ovs.Switch, host hostnet.Host) (annotations.NodeChassisInfo, error) {
+	// fail_mode=secure: until ovn-controller has installed its flows br-int drops
+	// everything instead of switching between pods. disable-in-band: ovn-controller talks
+	// OpenFlow over a unix socket, so in-band control flows have nothing to protect.
+	err := sw.EnsureBridge(ctx, ovs.Bridge{
+		Name: IntegrationBridge, DatapathType: cfg.DatapathType, FailMode: "secure",
+		OtherConfig: map[string]string{"disable-in-band": "true"},
+	})
+	if err != nil {
+		return annotations.NodeChassisInfo{}, err
+	}
+	addr, err := host.SetupUplink(ctx, hostnet.Uplink{
+		Iface: cfg.UplinkIface, Bridge: cfg.GatewayBridge, PreferIP: cfg.EncapIP,
+		Attach: func(ctx context.Context, mac net.HardwareAddr) error {
+			// hwaddr pins the bridge's MAC to the uplink's: OVS would otherwise pick one
+			// of its ports' MACs, which changes as ovn-controller adds patch ports.
+			return sw.EnsureBridge(ctx, ovs.Bridge{
+				Name: cfg.GatewayBridge, DatapathType: cfg.DatapathType,
+				OtherConfig: map[string]string{"hwaddr": mac.String()},
+				Uplinks:     []string{cfg.UplinkIface},
+			})
+		},
+	})
+	if err != nil {
+		return annotations.NodeChassisInfo{}, err
+	}
+	encapIP := cfg.EncapIP
+	if !encapIP.IsValid() {
+		encapIP = addr.IP.Addr()
+	}
+	ch := ovs.Chassis{
+		SystemID: cfg.NodeName, Hostname: cfg.NodeName, SBRemote: cfg.SBAddress,
+		EncapType: cfg.EncapType, EncapIP: encapIP.String(), DatapathType: cfg.DatapathType,
+	}
+	if cfg.UplinkIface != "" {
+		ch.BridgeMappings = cfg.PhysicalNetwork + ":" + cfg.GatewayBridge
+	}
+	systemID, err := sw.EnsureChassis(ctx, ch)
+	if err != nil {
+		return annotations.NodeChassisInfo{}, err
+	}
+	// The management port exists from the start, so ovn-controller can bind it as soon as
+	// the master creates its logical port; its MAC and address wait for the node subnet.
+	if _, err := sw.EnsurePort(ctx, IntegrationBridge, mgmtPort(cfg, nil)); err != nil {
+		return annotations.NodeChassisInfo{}, err
+	}
+	info := annotations.NodeChassisInfo{
+		ChassisID: systemID, NodeIP: addr.IP.String(), GatewayMAC: addr.MAC.String(), OS: runtime.GOOS,
+	}
+	if addr.NextHop.IsValid() {
+		info.NextHop = addr.NextHop.String()
+	}
+	return info, info.Validate()
+}
+
+// MgmtIfName is the management port's device and OVS port name: its logical port's name,
+// k8s-<node>, cut to the 15 characters a Linux interface name may have (one per node, so a
+// cut name cannot collide).
+func MgmtIfName(node string) string {
+	name := "k8s-" + node
+	if len(name) > 15 {
+		name = name[:15]
+	}
+	return name
+}
+
+// mgmtPort is the management port's OVS side; mac is nil until the node subnet is known.
+func mgmtPort(cfg Config, mac net.HardwareAddr) ovs.Port {
+	p := ovs.Port{
+		Name: MgmtIfName(cfg.NodeName), Type: "internal", MTURequest: cfg.MTU,
+		ExternalIDs: map[string]string{"iface-id": "k8s-" + cfg.NodeName},
+	}
+	if mac != nil {
+		p.MAC = mac.String()
+	}
+	return p
+}

@@ -1,0 +1,44 @@
+// Package agent is ovnt-node: it registers the node as an OVN chassis, keeps the Node's
+// chassis annotation and the management port in line with the master's node subnet, and
+// serves CNI calls. Run starts everything and returns when its context ends.
+package agent
+
+import (
+	"net/netip"
+	"time"
+)
+
+// IntegrationBridge is the bridge ovn-controller programs; pods and the management port
+// are its ports.
+const IntegrationBridge = "br-int"
+
+// Config is the node agent's configuration (validated by the command line).
+type Config struct {
+	NodeName   string
+	Kubeconfig string // empty: in-cluster
+	SBAddress  string // ovn-remote
+	OVSAddress string
+	EncapType  string     // geneve or stt
+	EncapIP    netip.Addr // zero: the node's address
+	MTU        int
+	// DatapathType is the type of the bridges: "system" (kernel) or "netdev" (userspace).
+	DatapathType string
+
+	// UplinkIface, if set, is moved into GatewayBridge, which takes over the node's
+	// address; PhysicalNetwork names it in ovn-bridge-mappings.
+	UplinkIface     string
+	GatewayBridge   string
+	PhysicalNetwork string
+
+	// ClusterCIDRs and ServiceCIDRs are routed from the node through the management port.
+	ClusterCIDRs []netip.Prefix
+	ServiceCIDRs []netip.Prefix
+
+	CNISocket  string
+	CNIBinDir  string
+	CNIConfDir string
+	CNIPlugin  string // the ovnt-cni binary to install; empty: beside the agent's binary
+
+	AnnotationTTL      time.Duration // how long ADD waits for the master's pod annotation
+	PortInstallTimeout time.Duration // how long ADD waits for ovn-controller
+}

@@ -1,0 +1,45 @@
+package hostnet
+
+import (
+	"fmt"
+	"runtime"
+
+	"github.com/vishvananda/netns"
+)
+
+// inNetns runs fn with the calling thread switched into the network namespace at path (a
+// CNI_NETNS path such as /var/run/netns/x or /proc/PID/ns/net). The namespace is a property
+// of the OS thread, so fn runs on a goroutine locked to its thread. If switching back fails,
+// that thread stays locked and the goroutine ends, so the Go runtime retires the thread
+// instead of handing a thread in the pod's namespace to other code.
+func inNetns(path string, fn func() error) error {
+	target, err := netns.GetFromPath(path)
+	if err != nil {
+		return fmt.Errorf("network namespace %s: %w", path, err)
+	}
+	defer target.Close()
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		orig, err := netns.Get()
+		if err != nil {
+			runtime.UnlockOSThread()
+			done <- fmt.Errorf("current network namespace: %w", err)
+			return
+		}
+		defer orig.Close()
+		if err := netns.Set(target); err != nil {
+			runtime.UnlockOSThread()
+			done <- fmt.Errorf("entering network namespace %s: %w", path, err)
+			return
+		}
+		ferr := fn()
+		if err := netns.Set(orig); err != nil {
+			done <- fmt.Errorf("leaving network namespace %s: %w", path, err)
+			return // still locked: the thread dies with this goroutine
+		}
+		runtime.UnlockOSThread()
+		done <- ferr
+	}()
+	return <-done
+}

@@ -1,0 +1,3 @@
+package install
+
+const exeSuffix = ".exe"

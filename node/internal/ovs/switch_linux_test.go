@@ -1,0 +1,156 @@
+package ovs
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/ovn-transparent/ovn-transparent/test/harness"
+)
+
+// startDB serves an empty Open_vSwitch database (one root row, as `ovs-vsctl init` leaves
+// it) from a temporary directory and returns a helper running ovs-vsctl against it.
+func startDB(t *testing.T) (remote string, vsctl func(args ...string) string) {
+	t.Helper()
+	harness.Require(t, "ovsdb-tool", "ovsdb-server", "ovs-vsctl")
+	dir := t.TempDir()
+	db, sock := filepath.Join(dir, "conf.db"), filepath.Join(dir, "db.sock")
+	if out, err := exec.Command("ovsdb-tool", "create", db, "/usr/share/openvswitch/vswitch.ovsschema").CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	srv := exec.Command("ovsdb-server", db, "--remote=punix:"+sock, "--unixctl="+filepath.Join(dir, "ctl"),
+		"--no-chdir", "-vconsole:off", "-vsyslog:off")
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
+	remote = "unix:" + sock
+	vsctl = func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("ovs-vsctl", append([]string{"--db=" + remote, "--no-wait", "--timeout=10"}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("ovs-vsctl %v: %v: %s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	for i := 0; ; i++ {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		if i == 100 {
+			t.Fatal("ovsdb-server did not create its socket")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	vsctl("init")
+	return remote, vsctl
+}
+
+func connect(t *testing.T, remote string) *Switch {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sw, err := Connect(ctx, remote, logr.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sw.Close)
+	return sw
+}
+
+func TestChassisKeepsSystemID(t *testing.T) {
+	remote, vsctl := startDB(t)
+	vsctl("set", "Open_vSwitch", ".", "external_ids:system-id=old-id", "external_ids:other=kept")
+	sw := connect(t, remote)
+	ctx := context.Background()
+	ch := Chassis{SystemID: "node1", Hostname: "node1", SBRemote: "unix:/sb.sock", EncapType: "geneve", EncapIP: "172.18.0.1",
+		BridgeMappings: "physnet:br-phy", DatapathType: "netdev"}
+	for range 2 {
+		id, err := sw.EnsureChassis(ctx, ch)
+		if err != nil || id != "old-id" {
+			t.Fatalf("EnsureChassis: %q %v, want the existing old-id", id, err)
+		}
+	}
+	want := `{hostname=node1, other=kept, ovn-bridge-datapath-type=netdev, ovn-bridge-mappings="physnet:br-phy", ovn-encap-ip="172.18.0.1", ovn-encap-type=geneve, ovn-remote="unix:/sb.sock", system-id=old-id}`
+	if got := vsctl("get", "Open_vSwitch", ".", "external_ids"); got != want {
+		t.Errorf("external_ids\n got %s\nwant %s", got, want)
+	}
+}
+
+func TestBridgeAndPortsConverge(t *testing.T) {
+	remote, vsctl := startDB(t)
+	sw := connect(t, remote)
+	ctx := context.Background()
+	br := Bridge{Name: "br-int", DatapathType: "netdev", FailMode: "secure", OtherConfig: map[string]string{"disable-in-band": "true"}}
+	if err := sw.EnsureBridge(ctx, br); err != nil {
+		t.Fatal(err)
+	}
+	uuid := vsctl("get", "Bridge", "br-int", "_uuid")
+	vsctl("set", "Bridge", "br-int", "fail_mode=standalone", "other_config:keep=1")
+	// The switch decides on its cache: let it see the change it is to undo.
+	seen(t, sw, func() bool {
+		b, err := sw.bridge(ctx, "br-int")
+		return err == nil && b.FailMode != nil && *b.FailMode == "standalone"
+	})
+	if err := sw.EnsureBridge(ctx, br); err != nil {
+		t.Fatal(err)
+	}
+	if got := vsctl("get", "Bridge", "br-int", "_uuid"); got != uuid {
+		t.Errorf("bridge recreated: %s, was %s", got, uuid)
+	}
+	if got := vsctl("get", "Bridge", "br-int", "fail_mode", "other_config"); got != "secure\n{disable-in-band=\"true\", keep=\"1\"}" {
+		t.Errorf("bridge settings not converged: %q", got)
+	}
+	if got := vsctl("list-ports", "br-int"); got != "" {
+		t.Errorf("ports: %q (the local port is not listed)", got)
+	}
+
+	p := Port{Name: "p1", ExternalIDs: map[string]string{"iface-id": "ns_pod", "ovnt-container-id": "c1"}}
+	for i, wantCreated := range []bool{true, false} {
+		created, err := sw.EnsurePort(ctx, "br-int", p)
+		if err != nil || created != wantCreated {
+			t.Fatalf("EnsurePort #%d: created=%v %v", i, created, err)
+		}
+		vsctl("set", "Interface", "p1", "external_ids:ovn-installed=true")
+	}
+	if got := vsctl("get", "Interface", "p1", "external_ids"); got != `{iface-id=ns_pod, ovn-installed="true", ovnt-container-id=c1}` {
+		t.Errorf("external_ids: %s", got)
+	}
+	seen(t, sw, func() bool {
+		i, ok := sw.Interface(ctx, "p1")
+		return ok && i.Installed()
+	})
+	if ifs, err := sw.InterfacesWith(ctx, "ovnt-container-id"); err != nil || len(ifs) != 1 || !ifs[0].Installed() {
+		t.Errorf("InterfacesWith: %+v %v", ifs, err)
+	}
+	if err := sw.EnsureBridge(ctx, Bridge{Name: "br-phy", DatapathType: "netdev"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sw.EnsurePort(ctx, "br-phy", p); err == nil {
+		t.Error("EnsurePort moved a port of another bridge")
+	}
+	for range 2 {
+		if err := sw.DeletePort(ctx, "p1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := vsctl("--bare", "--columns=name", "find", "Interface", "name=p1"); got != "" {
+		t.Errorf("interface left: %q", got)
+	}
+}
+
+// seen waits until the switch's cache satisfies cond.
+func seen(t *testing.T, sw *Switch, cond func() bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := sw.Wait(ctx, "the cache", func() (bool, error) { return cond(), nil }); err != nil {
+		t.Fatal(err)
+	}
+}
