@@ -22,7 +22,13 @@ type Config struct {
 	ServiceCIDR    netip.Prefix
 	JoinSubnet     netip.Prefix
 	LeaderElect    bool
-	ResyncPeriod   time.Duration
+	// LeaderElectNamespace and LeaderElectName name the coordination.k8s.io Lease the
+	// masters compete for.
+	LeaderElectNamespace string
+	LeaderElectName      string
+	ResyncPeriod         time.Duration
+	Workers              int
+	Verbosity            int
 }
 
 func flags() []cli.Flag {
@@ -37,7 +43,11 @@ func flags() []cli.Flag {
 		cliapp.String("service-cidr", "10.96.0.0/16", "Service ClusterIP range (the API server's --service-cluster-ip-range)"),
 		cliapp.String("join-subnet", "100.64.0.0/16", "subnet linking the cluster router to the gateway routers"),
 		cliapp.Bool("leader-elect", true, "run leader election so that only one of several masters writes"),
-		cliapp.Duration("resync-period", 10*time.Minute, "full reconcile period of every controller"),
+		cliapp.String("leader-elect-namespace", "kube-system", "namespace of the leader election Lease"),
+		cliapp.String("leader-elect-name", "ovnt-master", "name of the leader election Lease"),
+		cliapp.Duration("resync-period", 10*time.Minute, "full reconcile period of every controller (0 disables it)"),
+		cliapp.Int("workers", 4, "objects synced in parallel"),
+		cliapp.Int("log-level", 0, "log verbosity: 0 start-up, warnings and errors; 2 every change written; 4 every sync"),
 	}
 }
 
@@ -51,7 +61,12 @@ func configFrom(c *cli.Context) (Config, error) {
 		NBCACert:       c.String("nb-ca-cert"),
 		NodeSubnetBits: c.Int("node-subnet-prefix"),
 		LeaderElect:    c.Bool("leader-elect"),
-		ResyncPeriod:   c.Duration("resync-period"),
+
+		LeaderElectNamespace: c.String("leader-elect-namespace"),
+		LeaderElectName:      c.String("leader-elect-name"),
+		ResyncPeriod:         c.Duration("resync-period"),
+		Workers:              c.Int("workers"),
+		Verbosity:            c.Int("log-level"),
 	}
 	var err error
 	for _, p := range []struct {
@@ -80,9 +95,25 @@ func (c Config) validate() error {
 	if c.NBAddress == "" {
 		return fmt.Errorf("--nb-address is empty")
 	}
-	bits := c.ClusterCIDR.Addr().BitLen()
-	if c.NodeSubnetBits <= c.ClusterCIDR.Bits() || c.NodeSubnetBits > bits-2 {
-		return fmt.Errorf("--node-subnet-prefix /%d must be longer than the cluster CIDR %s and leave room for pods (at most /%d)", c.NodeSubnetBits, c.ClusterCIDR, bits-2)
+	// IPv4 only for now: the MAC of an interface derives from its IPv4 address.
+	for flag, p := range map[string]netip.Prefix{"cluster-cidr": c.ClusterCIDR, "join-subnet": c.JoinSubnet} {
+		if !p.Addr().Is4() {
+			return fmt.Errorf("--%s %s: only IPv4 is supported", flag, p)
+		}
+	}
+	// A node subnet keeps its network, broadcast, router (.1) and management (.2) addresses.
+	const maxBits = 29
+	if c.NodeSubnetBits <= c.ClusterCIDR.Bits() || c.NodeSubnetBits > maxBits {
+		return fmt.Errorf("--node-subnet-prefix /%d must be longer than the cluster CIDR %s and leave room for pods (at most /%d)", c.NodeSubnetBits, c.ClusterCIDR, maxBits)
+	}
+	if c.JoinSubnet.Bits() > 30 {
+		return fmt.Errorf("--join-subnet %s has no room for gateway routers", c.JoinSubnet)
+	}
+	if c.LeaderElect && (c.LeaderElectNamespace == "" || c.LeaderElectName == "") {
+		return fmt.Errorf("--leader-elect needs --leader-elect-namespace and --leader-elect-name")
+	}
+	if c.ResyncPeriod < 0 || c.Workers < 1 {
+		return fmt.Errorf("--resync-period must not be negative and --workers must be at least 1")
 	}
 	nets := map[string]netip.Prefix{"cluster-cidr": c.ClusterCIDR, "service-cidr": c.ServiceCIDR, "join-subnet": c.JoinSubnet}
 	for a, pa := range nets {

@@ -68,6 +68,11 @@ func TestConfigRejectsBadInput(t *testing.T) {
 		{[]string{"--node-subnet-prefix", "16"}, "node-subnet-prefix"},
 		{[]string{"--node-subnet-prefix", "31"}, "node-subnet-prefix"},
 		{[]string{"--nb-address", ""}, "nb-address"},
+		{[]string{"--node-subnet-prefix", "30"}, "node-subnet-prefix"},
+		{[]string{"--cluster-cidr", "fd00::/48", "--node-subnet-prefix", "64"}, "IPv4"},
+		{[]string{"--join-subnet", "100.64.0.0/31"}, "join-subnet"},
+		{[]string{"--leader-elect-name", ""}, "leader-elect"},
+		{[]string{"--workers", "0"}, "workers"},
 	} {
 		_, err := parse(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -76,6 +81,19 @@ func TestConfigRejectsBadInput(t *testing.T) {
 	}
 	if _, err := parse(t, "--config", "/nonexistent/master.yaml"); err == nil {
 		t.Error("a missing config file was accepted")
+	}
+}
+
+func TestConfigLeaderElectionAndLogging(t *testing.T) {
+	cfg, err := parse(t, "--leader-elect-namespace", "ovn-transparent", "--leader-elect-name", "m", "--log-level", "2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.LeaderElect || cfg.LeaderElectNamespace != "ovn-transparent" || cfg.LeaderElectName != "m" || cfg.Verbosity != 2 || cfg.Workers != 4 {
+		t.Errorf("%+v", cfg)
+	}
+	if _, err := parse(t, "--leader-elect=false", "--leader-elect-name", ""); err != nil {
+		t.Errorf("no Lease name is fine without leader election: %v", err)
 	}
 }
 

@@ -5,8 +5,11 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/urfave/cli/v2"
+	"k8s.io/klog/v2"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/cliapp"
 )
@@ -27,5 +30,10 @@ func run(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return fmt.Errorf("configuration valid (cluster %s, services %s, join %s), but this build has no controllers yet", cfg.ClusterCIDR, cfg.ServiceCIDR, cfg.JoinSubnet)
+	if err := setUpLogging(cfg.Verbosity); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runMaster(ctx, cfg, klog.Background().WithName("ovnt-master"))
 }

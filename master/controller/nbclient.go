@@ -1,0 +1,29 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ovn-org/libovsdb/client"
+
+	"github.com/ovn-transparent/ovn-transparent/internal/ovsdb"
+	"github.com/ovn-transparent/ovn-transparent/master/nbsync"
+	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
+)
+
+// ConnectNB returns a Northbound client for the controllers: cfg's remotes and credentials,
+// monitoring the tables the master writes (indexed by owner, see nbsync.ClientIndexes) and
+// NB_Global, whose re-insertion in the cache tells the controllers the cache was refilled.
+// cfg.Tables is ignored.
+func ConnectNB(ctx context.Context, cfg ovsdb.Config) (client.Client, error) {
+	dbModel, err := nbdb.FullDatabaseModel()
+	if err != nil {
+		return nil, fmt.Errorf("controller: NB model: %w", err)
+	}
+	dbModel.SetIndexes(nbsync.ClientIndexes())
+	cfg.Tables = []ovsdb.Table{{Model: &nbdb.NBGlobal{}}}
+	for _, t := range nbsync.TableNames() {
+		cfg.Tables = append(cfg.Tables, ovsdb.Table{Model: nbsync.NewModel(t)})
+	}
+	return ovsdb.New(ctx, dbModel, cfg)
+}

@@ -1,0 +1,90 @@
+package controller
+
+import (
+	"cmp"
+	"context"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/ovn-transparent/ovn-transparent/internal/annotations"
+)
+
+// rebuild restores the allocations from their durable records before anything is
+// allocated, so that no subnet or address is handed out twice across master restarts:
+// node subnets from the Node annotations (else from the NB switch's other_config:subnet),
+// gateway join addresses from the NB, and pod addresses from the annotations of the pods that
+// still need them. Conflicts are left for the syncs, which report them as Events.
+func (c *Controller) rebuild(ctx context.Context) error {
+	nodes, err := c.nodes.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	slices.SortFunc(nodes, func(a, b *corev1.Node) int { return cmp.Compare(a.Name, b.Name) })
+	for _, n := range nodes {
+		p, err := annotations.ParseNodeSubnet(n.Annotations[annotations.NodeSubnetKey])
+		if err == nil {
+			err = c.ipam.ReserveNodeSubnet(n.Name, p)
+		}
+		if err != nil && n.Annotations[annotations.NodeSubnetKey] != "" {
+			c.log.V(2).Info("Node subnet annotation not kept", "node", n.Name, "err", err)
+		}
+	}
+	// Only after every annotation: an annotation wins over a switch that remembers the same subnet.
+	for _, n := range nodes {
+		if _, ok := c.ipam.NodeSubnet(n.Name); ok {
+			continue
+		}
+		if p, ok := c.rememberedSubnet(ctx, n.Name); ok {
+			if err := c.ipam.ReserveNodeSubnet(n.Name, p); err == nil {
+				c.log.Info("Node subnet restored from its NB switch", "node", n.Name, "subnet", p)
+			}
+		}
+	}
+	for _, n := range nodes {
+		if ip, ok := c.rememberedJoinIP(ctx, n.Name); ok {
+			if err := c.ipam.ReserveJoinIP(n.Name, ip); err != nil {
+				c.log.V(2).Info("Gateway join address not kept", "node", n.Name, "err", err)
+			}
+		}
+	}
+	return c.rebuildPods()
+}
+
+// rebuildPods reserves the annotated address of every pod that still needs one, oldest pod
+// first: if two pods claim one address, the one that had it first keeps it.
+func (c *Controller) rebuildPods() error {
+	pods, err := c.pods.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	slices.SortFunc(pods, func(a, b *corev1.Pod) int {
+		if d := a.CreationTimestamp.Time.Compare(b.CreationTimestamp.Time); d != 0 {
+			return d
+		}
+		return cmp.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	kept := 0
+	for _, p := range pods {
+		s, has := p.Annotations[annotations.PodNetworkKey]
+		if !has || !wantsNetwork(p) {
+			continue
+		}
+		pn, err := annotations.ParsePodNetwork(s)
+		if err != nil || len(pn.IPs) != 1 {
+			continue
+		}
+		subnet, ok := c.ipam.NodeSubnet(p.Spec.NodeName)
+		if !ok || pn.IPs[0].Masked() != subnet {
+			continue
+		}
+		if err := c.ipam.ReservePodIP(p.Spec.NodeName, p.Namespace+"/"+p.Name, pn.IPs[0].Addr()); err != nil {
+			c.log.V(2).Info("Pod address not kept", "pod", p.Namespace+"/"+p.Name, "err", err)
+			continue
+		}
+		kept++
+	}
+	c.log.V(1).Info("Allocations rebuilt", "pods", kept)
+	return nil
+}

@@ -1,0 +1,107 @@
+package controller
+
+import (
+	"context"
+	"net/netip"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"github.com/ovn-org/libovsdb/model"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/ovn-transparent/ovn-transparent/internal/annotations"
+	"github.com/ovn-transparent/ovn-transparent/master/nbsync"
+	"github.com/ovn-transparent/ovn-transparent/master/owner"
+	"github.com/ovn-transparent/ovn-transparent/master/topology"
+	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
+)
+
+// testConfig is the controllers' configuration in tests. No periodic resync: every
+// convergence comes from events, start-up and reconnection.
+func testConfig(cluster string) Config {
+	return Config{ClusterCIDR: netip.MustParsePrefix(cluster), NodeSubnetBits: 24,
+		JoinSubnet: netip.MustParsePrefix("100.64.0.0/16"), Workers: 4}
+}
+
+// rowsView is an nbView over fixed rows.
+type rowsView []model.Model
+
+func (v rowsView) Owned(_ context.Context, k owner.Key) ([]model.Model, error) {
+	var out []model.Model
+	for _, m := range v {
+		if key, ours := nbsync.OwnerOf(m); ours && key == k {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+func (v rowsView) Referrers(context.Context, string, string) ([]model.Model, error) { return nil, nil }
+func (v rowsView) All(context.Context) ([]model.Model, error)                       { return v, nil }
+
+func annotatedPod(name, node, ip string, phase corev1.PodPhase) *corev1.Pod {
+	subnet := netip.MustParsePrefix(ip + "/24").Masked()
+	v, _ := topology.PodNetwork(subnet, netip.MustParseAddr(ip)).Marshal()
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Annotations: map[string]string{annotations.PodNetworkKey: v}},
+		Spec:       corev1.PodSpec{NodeName: node},
+		Status:     corev1.PodStatus{Phase: phase},
+	}
+}
+
+// TestRebuildBeforeAllocating checks that a starting master knows, before it allocates
+// anything, every subnet and address the cluster's annotations and the NB record.
+func TestRebuildBeforeAllocating(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	objs := []runtime.Object{
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node1", Annotations: map[string]string{annotations.NodeSubnetKey: "10.244.5.0/24"}}},
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node2"}}, // its NB switch remembers its subnet
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node3"}},
+		annotatedPod("running", "node1", "10.244.5.3", corev1.PodRunning),
+		annotatedPod("done", "node1", "10.244.5.4", corev1.PodSucceeded),
+		annotatedPod("pending", "node1", "10.244.5.5", corev1.PodPending),
+		annotatedPod("elsewhere", "node2", "10.244.5.6", corev1.PodRunning), // not node2's subnet
+	}
+	c, err := New(testConfig("10.244.0.0/16"), fake.NewClientset(objs...), nil, record.NewFakeRecorder(10), logr.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.view = rowsView{
+		&nbdb.LogicalSwitch{UUID: "u1", Name: "node2", OtherConfig: map[string]string{"subnet": "10.244.7.0/24"},
+			ExternalIDs: owner.NewID(owner.Node, "node2", owner.NodeSwitch).ExternalIDs()},
+		&nbdb.LogicalRouterPort{UUID: "u2", Name: "rtoj-GR_node1", Networks: []string{"100.64.0.7/16"},
+			ExternalIDs: owner.NewID(owner.Node, "node1", owner.GatewayJoinPort).ExternalIDs()},
+	}
+	c.factory.Start(ctx.Done())
+	defer func() { cancel(); c.factory.Shutdown() }()
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		t.Fatal("informers did not sync")
+	}
+	if err := c.rebuild(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	for node, want := range map[string]string{"node1": "10.244.5.0/24", "node2": "10.244.7.0/24"} {
+		if got, ok := c.ipam.NodeSubnet(node); !ok || got.String() != want {
+			t.Errorf("%s: subnet %v, want %s", node, got, want)
+		}
+	}
+	if _, ok := c.ipam.NodeSubnet("node3"); ok {
+		t.Error("node3 got a subnet from nowhere")
+	}
+	if got, _ := c.ipam.AllocatePodIP("node1", "ns/new"); got.String() != "10.244.5.4" {
+		t.Errorf("new pod got %s, want 10.244.5.4: .3 and .5 are held, the Succeeded pod's .4 is free", got)
+	}
+	if got, ok := c.ipam.JoinIP("node1"); !ok || got.String() != "100.64.0.7" {
+		t.Errorf("node1 join IP %v", got)
+	}
+	if got, _ := c.ipam.AllocateNodeSubnet("node3"); got.String() != "10.244.0.0/24" {
+		t.Errorf("node3 got %s", got)
+	}
+}

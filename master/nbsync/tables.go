@@ -1,0 +1,170 @@
+package nbsync
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/ovn-org/libovsdb/model"
+
+	"github.com/ovn-transparent/ovn-transparent/master/owner"
+	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
+)
+
+// tableInfo says how a table hangs together. Rows of a root table exist on their own; rows of
+// the other tables live only while a row of their parent table references them: OVSDB deletes
+// an unreferenced non-root row at the end of the transaction (garbage collection), so a
+// non-root row is created together with the reference to it and removed by dropping that
+// reference.
+type tableInfo struct {
+	root   bool
+	parent string // the table whose rows reference rows of this one, for non-root tables
+}
+
+var tables = map[string]tableInfo{
+	owner.LogicalSwitch:     {root: true},
+	owner.LogicalRouter:     {root: true},
+	owner.LogicalSwitchPort: {parent: owner.LogicalSwitch},
+	owner.LogicalRouterPort: {parent: owner.LogicalRouter},
+	owner.StaticRoute:       {parent: owner.LogicalRouter},
+	owner.NAT:               {parent: owner.LogicalRouter},
+}
+
+// TableNames lists the tables the master writes, roots first.
+func TableNames() []string {
+	return []string{owner.LogicalSwitch, owner.LogicalRouter, owner.LogicalSwitchPort,
+		owner.LogicalRouterPort, owner.StaticRoute, owner.NAT}
+}
+
+// NewModel returns an empty model of table, or nil if the master does not write table.
+func NewModel(table string) model.Model {
+	switch table {
+	case owner.LogicalSwitch:
+		return &nbdb.LogicalSwitch{}
+	case owner.LogicalRouter:
+		return &nbdb.LogicalRouter{}
+	case owner.LogicalSwitchPort:
+		return &nbdb.LogicalSwitchPort{}
+	case owner.LogicalRouterPort:
+		return &nbdb.LogicalRouterPort{}
+	case owner.StaticRoute:
+		return &nbdb.LogicalRouterStaticRoute{}
+	case owner.NAT:
+		return &nbdb.NAT{}
+	}
+	return nil
+}
+
+// rowOf gives uniform access to the columns Plan needs of a model: its table, _uuid,
+// external_ids, and the columns the master manages (compared and updated as a whole).
+// Reference columns to child rows are never in the managed columns: other owners' children
+// hang there too, so they change only by mutation.
+type rowOf struct {
+	table   string
+	uuid    *string
+	ids     *map[string]string
+	name    string // for messages
+	managed []any  // pointers to the managed columns
+}
+
+func access(m model.Model) (rowOf, error) {
+	switch r := m.(type) {
+	case *nbdb.LogicalSwitch:
+		return rowOf{owner.LogicalSwitch, &r.UUID, &r.ExternalIDs, r.Name,
+			[]any{&r.Name, &r.OtherConfig, &r.ExternalIDs}}, nil
+	case *nbdb.LogicalRouter:
+		return rowOf{owner.LogicalRouter, &r.UUID, &r.ExternalIDs, r.Name,
+			[]any{&r.Name, &r.Options, &r.ExternalIDs}}, nil
+	case *nbdb.LogicalSwitchPort:
+		return rowOf{owner.LogicalSwitchPort, &r.UUID, &r.ExternalIDs, r.Name,
+			[]any{&r.Name, &r.Type, &r.Addresses, &r.PortSecurity, &r.Options, &r.ExternalIDs}}, nil
+	case *nbdb.LogicalRouterPort:
+		return rowOf{owner.LogicalRouterPort, &r.UUID, &r.ExternalIDs, r.Name,
+			[]any{&r.Name, &r.MAC, &r.Networks, &r.Options, &r.ExternalIDs}}, nil
+	case *nbdb.LogicalRouterStaticRoute:
+		return rowOf{owner.StaticRoute, &r.UUID, &r.ExternalIDs, r.IPPrefix + " via " + r.Nexthop,
+			[]any{&r.IPPrefix, &r.Nexthop, &r.Policy, &r.OutputPort, &r.ExternalIDs}}, nil
+	case *nbdb.NAT:
+		return rowOf{owner.NAT, &r.UUID, &r.ExternalIDs, r.Type + " " + r.LogicalIP + " to " + r.ExternalIP,
+			[]any{&r.Type, &r.ExternalIP, &r.LogicalIP, &r.ExternalIDs}}, nil
+	}
+	return rowOf{}, fmt.Errorf("nbsync: the master does not write rows of type %T", m)
+}
+
+// refColumn returns the column of parent that references rows of childTable.
+func refColumn(parent model.Model, childTable string) (*[]string, error) {
+	switch p := parent.(type) {
+	case *nbdb.LogicalSwitch:
+		if childTable == owner.LogicalSwitchPort {
+			return &p.Ports, nil
+		}
+	case *nbdb.LogicalRouter:
+		switch childTable {
+		case owner.LogicalRouterPort:
+			return &p.Ports, nil
+		case owner.StaticRoute:
+			return &p.StaticRoutes, nil
+		case owner.NAT:
+			return &p.Nat, nil
+		}
+	}
+	return nil, fmt.Errorf("nbsync: %T has no reference column for %s rows", parent, childTable)
+}
+
+// sameValue compares two managed columns (pointers to fields of the same type) the way
+// OVSDB does: sets ignore order, and an empty set or map equals an absent one.
+func sameValue(a, b any) bool {
+	switch x := a.(type) {
+	case *string:
+		return *x == *b.(*string)
+	case *[]string:
+		return sameSet(*x, *b.(*[]string))
+	case *map[string]string:
+		return maps.Equal(*x, *b.(*map[string]string))
+	case **string:
+		y := b.(**string)
+		return (*x == nil && *y == nil) || (*x != nil && *y != nil && **x == **y)
+	}
+	return false
+}
+
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
+
+// changedFields returns the managed columns of desired (pointers into it) that differ from
+// existing's.
+func changedFields(existing, desired model.Model) ([]any, error) {
+	e, err := access(existing)
+	if err != nil {
+		return nil, err
+	}
+	d, err := access(desired)
+	if err != nil {
+		return nil, err
+	}
+	if e.table != d.table {
+		return nil, fmt.Errorf("nbsync: comparing a %s row with a %s row", e.table, d.table)
+	}
+	var changed []any
+	for i := range d.managed {
+		if !sameValue(e.managed[i], d.managed[i]) {
+			changed = append(changed, d.managed[i])
+		}
+	}
+	return changed, nil
+}
+
+// ManagedEqual reports whether a and b, two rows of one table, agree on every column the
+// master manages. Controllers use it to ignore cache updates that only touched reference
+// columns (another owner's child added to a switch) or columns OVN fills in.
+func ManagedEqual(a, b model.Model) bool {
+	changed, err := changedFields(a, b)
+	return err == nil && len(changed) == 0
+}

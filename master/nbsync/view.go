@@ -1,0 +1,108 @@
+package nbsync
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	"github.com/ovn-org/libovsdb/client"
+	"github.com/ovn-org/libovsdb/model"
+	"github.com/ovn-org/libovsdb/ovsdb"
+
+	"github.com/ovn-transparent/ovn-transparent/master/owner"
+)
+
+// ClientIndexes are the libovsdb client indexes that make CacheView.Owned a lookup instead
+// of a scan: every table the master writes is indexed by the owner name mark. Set them on the
+// database model before creating the client (model.ClientDBModel.SetIndexes). Without them
+// Owned still answers right, only slower.
+func ClientIndexes() map[string][]model.ClientIndex {
+	idx := map[string][]model.ClientIndex{}
+	for _, t := range TableNames() {
+		idx[t] = []model.ClientIndex{{Columns: []model.ColumnKey{{Column: "external_ids", Key: owner.NameKey}}}}
+	}
+	return idx
+}
+
+// CacheView is the View of a libovsdb client's cache.
+type CacheView struct {
+	c client.Client
+}
+
+// NewCacheView returns the View of c's cache. c must monitor every table of TableNames.
+func NewCacheView(c client.Client) CacheView { return CacheView{c: c} }
+
+// Owned returns the cached rows whose marks name k, from every table the master writes.
+func (v CacheView) Owned(ctx context.Context, k owner.Key) ([]model.Model, error) {
+	var out []model.Model
+	for _, table := range TableNames() {
+		probe := NewModel(table)
+		a, _ := access(probe)
+		// Two single-key conditions rather than one two-key map, so that the cache answers
+		// the first from the client index on the owner name and checks the kind on the few
+		// rows found.
+		api := v.c.WhereAll(probe,
+			model.Condition{Field: a.ids, Function: ovsdb.ConditionIncludes, Value: map[string]string{owner.NameKey: k.Name}},
+			model.Condition{Field: a.ids, Function: ovsdb.ConditionIncludes, Value: map[string]string{owner.KindKey: string(k.Kind)}},
+		)
+		rows, err := list(ctx, api, probe)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", table, err)
+		}
+		out = append(out, rows...)
+	}
+	return out, nil
+}
+
+// Referrers returns the cached rows of childTable's parent table that reference uuid.
+func (v CacheView) Referrers(ctx context.Context, childTable, uuid string) ([]model.Model, error) {
+	info, ok := tables[childTable]
+	if !ok || info.root {
+		return nil, fmt.Errorf("nbsync: %s rows have no parent table", childTable)
+	}
+	probe := NewModel(info.parent)
+	ref, err := refColumn(probe, childTable)
+	if err != nil {
+		return nil, err
+	}
+	api := v.c.WhereAll(probe, model.Condition{Field: ref, Function: ovsdb.ConditionIncludes, Value: []string{uuid}})
+	return list(ctx, api, probe)
+}
+
+// All returns every cached row of the tables the master writes.
+func (v CacheView) All(ctx context.Context) ([]model.Model, error) {
+	var out []model.Model
+	for _, table := range TableNames() {
+		rows, err := list(ctx, v.c, NewModel(table))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", table, err)
+		}
+		out = append(out, rows...)
+	}
+	return out, nil
+}
+
+// list runs api.List into a slice of probe's type and returns its elements as models.
+func list(ctx context.Context, api interface {
+	List(context.Context, interface{}) error
+}, probe model.Model) ([]model.Model, error) {
+	slice := reflect.New(reflect.SliceOf(reflect.TypeOf(probe)))
+	if err := api.List(ctx, slice.Interface()); err != nil {
+		return nil, err
+	}
+	out := make([]model.Model, 0, slice.Elem().Len())
+	for i := 0; i < slice.Elem().Len(); i++ {
+		out = append(out, slice.Elem().Index(i).Interface().(model.Model))
+	}
+	return out, nil
+}
+
+// OwnerOf returns the owner key marked on m, if m is one of the master's rows.
+func OwnerOf(m model.Model) (owner.Key, bool) {
+	a, err := access(m)
+	if err != nil {
+		return owner.Key{}, false
+	}
+	id, ours, _ := owner.FromExternalIDs(*a.ids)
+	return id.Key, ours
+}

@@ -1,0 +1,196 @@
+// Package owner is the one registry of the ownership marks the master puts on every
+// Northbound row it writes. A row's external_ids name the Kubernetes object it exists for
+// (owner kind and owner key) and which part of that object it implements (role).
+//
+// Ownership is how the master finds its own rows again: a controller syncing one object
+// reads the rows carrying that object's kind and key, and a row is stale exactly when it
+// carries our owner kind and nothing desires it. An operator reading `ovn-nbctl list` sees
+// the same marks and can find the object.
+package owner
+
+import (
+	"fmt"
+
+	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
+)
+
+// External-id keys. Together they form an ID.
+const (
+	KindKey = "k8s.ovn-transparent.io/owner-kind"
+	NameKey = "k8s.ovn-transparent.io/owner"
+	RoleKey = "k8s.ovn-transparent.io/role"
+)
+
+// Kind is the kind of object that owns a row.
+type Kind string
+
+// Owner kinds.
+const (
+	// Cluster owns the rows every node shares: the cluster router and the join switch.
+	Cluster Kind = "Cluster"
+	Node    Kind = "Node"
+	Pod     Kind = "Pod"
+)
+
+// ClusterName is the owner key of the rows of kind Cluster; there is one cluster.
+const ClusterName = "cluster"
+
+// The Northbound tables the master writes.
+const (
+	LogicalSwitch     = nbdb.LogicalSwitchTable
+	LogicalSwitchPort = nbdb.LogicalSwitchPortTable
+	LogicalRouter     = nbdb.LogicalRouterTable
+	LogicalRouterPort = nbdb.LogicalRouterPortTable
+	StaticRoute       = nbdb.LogicalRouterStaticRouteTable
+	NAT               = nbdb.NATTable
+)
+
+// Role is the part a row plays for its owner. Within one owner, each role names at most one
+// row, so (kind, owner, role) identifies a row.
+type Role string
+
+// Roles of the rows owned by the Cluster.
+const (
+	ClusterRouter           Role = "cluster-router"
+	JoinSwitch              Role = "join-switch"
+	ClusterRouterJoinPort   Role = "cluster-router-join-port"
+	JoinSwitchToClusterPort Role = "join-switch-cluster-port"
+)
+
+// Roles of the rows owned by a Node.
+const (
+	NodeSwitch            Role = "node-switch"
+	NodeRouterPort        Role = "node-router-port"        // rtos-<node> on the cluster router
+	NodeSwitchRouterPort  Role = "node-switch-router-port" // stor-<node>
+	ManagementPort        Role = "mgmt-port"
+	GatewayRouter         Role = "gateway-router"
+	GatewayJoinPort       Role = "gateway-join-port"        // rtoj-GR_<node>
+	JoinSwitchGatewayPort Role = "join-switch-gateway-port" // jtor-GR_<node>
+	ExternalSwitch        Role = "external-switch"
+	GatewayExternalPort   Role = "gateway-external-port" // rtoe-GR_<node>
+	ExternalSwitchGWPort  Role = "external-switch-gateway-port"
+	LocalnetPort          Role = "localnet-port"
+	NodeSubnetRoute       Role = "route-node-subnet"     // cluster router, src-ip policy
+	GatewayJoinIPRoute    Role = "route-gateway-join-ip" // cluster router, /32 to the GR
+	GatewayClusterRoute   Role = "route-gateway-cluster" // GR: cluster CIDR back to the cluster router
+	GatewayDefaultRoute   Role = "route-gateway-default" // GR: default route to the physical next hop
+	GatewaySNAT           Role = "snat"
+)
+
+// Roles of the rows owned by a Pod.
+const (
+	PodPort Role = "pod-port"
+)
+
+type roleSpec struct {
+	kind  Kind
+	table string
+}
+
+// roles declares every role the master writes: the kind that owns it and its table. It is
+// the registry; nothing writes a role missing from it.
+var roles = map[Role]roleSpec{
+	ClusterRouter:           {Cluster, LogicalRouter},
+	JoinSwitch:              {Cluster, LogicalSwitch},
+	ClusterRouterJoinPort:   {Cluster, LogicalRouterPort},
+	JoinSwitchToClusterPort: {Cluster, LogicalSwitchPort},
+
+	NodeSwitch:            {Node, LogicalSwitch},
+	NodeRouterPort:        {Node, LogicalRouterPort},
+	NodeSwitchRouterPort:  {Node, LogicalSwitchPort},
+	ManagementPort:        {Node, LogicalSwitchPort},
+	GatewayRouter:         {Node, LogicalRouter},
+	GatewayJoinPort:       {Node, LogicalRouterPort},
+	JoinSwitchGatewayPort: {Node, LogicalSwitchPort},
+	ExternalSwitch:        {Node, LogicalSwitch},
+	GatewayExternalPort:   {Node, LogicalRouterPort},
+	ExternalSwitchGWPort:  {Node, LogicalSwitchPort},
+	LocalnetPort:          {Node, LogicalSwitchPort},
+	NodeSubnetRoute:       {Node, StaticRoute},
+	GatewayJoinIPRoute:    {Node, StaticRoute},
+	GatewayClusterRoute:   {Node, StaticRoute},
+	GatewayDefaultRoute:   {Node, StaticRoute},
+	GatewaySNAT:           {Node, NAT},
+
+	PodPort: {Pod, LogicalSwitchPort},
+}
+
+// Key names the object that owns rows: what one controller sync handles.
+type Key struct {
+	Kind Kind
+	Name string // node name, "namespace/name" of a pod, ClusterName
+}
+
+func (k Key) String() string { return string(k.Kind) + " " + k.Name }
+
+// Known reports whether the master has a controller for k's kind.
+func (k Key) Known() bool {
+	switch k.Kind {
+	case Cluster, Node, Pod:
+		return true
+	}
+	return false
+}
+
+// ID identifies one row: its owner and its role.
+type ID struct {
+	Key
+	Role Role
+}
+
+// NewID is the ID of the row playing role for the owner kind/name.
+func NewID(kind Kind, name string, role Role) ID {
+	return ID{Key: Key{Kind: kind, Name: name}, Role: role}
+}
+
+func (id ID) String() string { return id.Key.String() + " " + string(id.Role) }
+
+// Validate checks that id's role is registered for id's kind and that the owner is named.
+func (id ID) Validate() error {
+	spec, ok := roles[id.Role]
+	if !ok {
+		return fmt.Errorf("owner: %s: role %q is not registered", id, id.Role)
+	}
+	if spec.kind != id.Kind {
+		return fmt.Errorf("owner: %s: role %q belongs to kind %s", id, id.Role, spec.kind)
+	}
+	if id.Name == "" {
+		return fmt.Errorf("owner: %s: no owner name", id)
+	}
+	return nil
+}
+
+// Table is the NB table rows of id's role live in, or "" for an unregistered role.
+func (id ID) Table() string { return roles[id.Role].table }
+
+// ExternalIDs returns the marks of id, as a new map the caller may extend.
+func (id ID) ExternalIDs() map[string]string {
+	return map[string]string{
+		KindKey: string(id.Kind),
+		NameKey: id.Name,
+		RoleKey: string(id.Role),
+	}
+}
+
+// FromExternalIDs reads the marks of a row. ours is false when the row carries no owner
+// kind: someone else's row, never touched. A row with an owner kind is ours even when its
+// other marks are missing or wrong; err then says what is wrong, and such a row is stale.
+func FromExternalIDs(ids map[string]string) (id ID, ours bool, err error) {
+	kind, ok := ids[KindKey]
+	if !ok {
+		return ID{}, false, nil
+	}
+	id = NewID(Kind(kind), ids[NameKey], Role(ids[RoleKey]))
+	return id, true, id.Validate()
+}
+
+// Roles returns every registered role of kind, for tests and documentation.
+func Roles(kind Kind) []Role {
+	var out []Role
+	for r, spec := range roles {
+		if spec.kind == kind {
+			out = append(out, r)
+		}
+	}
+	return out
+}

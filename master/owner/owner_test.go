@@ -1,0 +1,68 @@
+package owner
+
+import (
+	"maps"
+	"testing"
+)
+
+func TestExternalIDsRoundTrip(t *testing.T) {
+	id := NewID(Pod, "ns/web", PodPort)
+	got, ours, err := FromExternalIDs(id.ExternalIDs())
+	if !ours || err != nil || got != id {
+		t.Errorf("round trip: %v, %v, %v", got, ours, err)
+	}
+	want := map[string]string{
+		"k8s.ovn-transparent.io/owner-kind": "Pod",
+		"k8s.ovn-transparent.io/owner":      "ns/web",
+		"k8s.ovn-transparent.io/role":       "pod-port",
+	}
+	if !maps.Equal(id.ExternalIDs(), want) {
+		t.Errorf("marks %v", id.ExternalIDs())
+	}
+	if id.Table() != LogicalSwitchPort {
+		t.Errorf("table %q", id.Table())
+	}
+}
+
+func TestFromExternalIDs(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		ids      map[string]string
+		ours, ok bool
+	}{
+		{"someone else's", map[string]string{"k8s.ovn.org/owner": "x"}, false, true},
+		{"no marks", nil, false, true},
+		{"unknown role", map[string]string{KindKey: "Node", NameKey: "n", RoleKey: "bogus"}, true, false},
+		{"role of another kind", map[string]string{KindKey: "Pod", NameKey: "n", RoleKey: string(NodeSwitch)}, true, false},
+		{"no owner", map[string]string{KindKey: "Node", RoleKey: string(NodeSwitch)}, true, false},
+		{"good", NewID(Cluster, ClusterName, JoinSwitch).ExternalIDs(), true, true},
+	} {
+		_, ours, err := FromExternalIDs(tc.ids)
+		if ours != tc.ours || (err == nil) != tc.ok {
+			t.Errorf("%s: ours=%v err=%v", tc.name, ours, err)
+		}
+	}
+}
+
+func TestRegistry(t *testing.T) {
+	tables := map[string]bool{LogicalSwitch: true, LogicalSwitchPort: true, LogicalRouter: true,
+		LogicalRouterPort: true, StaticRoute: true, NAT: true}
+	n := 0
+	for _, kind := range []Kind{Cluster, Node, Pod} {
+		for _, r := range Roles(kind) {
+			n++
+			if err := NewID(kind, "x", r).Validate(); err != nil {
+				t.Error(err)
+			}
+			if !tables[NewID(kind, "x", r).Table()] {
+				t.Errorf("role %s in unknown table %q", r, NewID(kind, "x", r).Table())
+			}
+		}
+	}
+	if n != len(roles) {
+		t.Errorf("%d roles reachable from the kinds, %d registered", n, len(roles))
+	}
+	if (Key{Kind: "Service", Name: "x"}).Known() {
+		t.Error("a kind without a controller is Known")
+	}
+}

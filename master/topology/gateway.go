@@ -1,0 +1,97 @@
+package topology
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/ovn-transparent/ovn-transparent/master/nbsync"
+	"github.com/ovn-transparent/ovn-transparent/master/owner"
+	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
+)
+
+// gatewayRows are the rows of n's gateway router GR_<node>, which shares the node's IP and
+// MAC on the physical network (shared gateway).
+func gatewayRows(cfg Config, n Node) ([]nbsync.Row, error) {
+	g := n.Gateway
+	if !cfg.JoinSubnet.Contains(g.JoinIP) || g.JoinIP == nth(cfg.JoinSubnet, 0) || g.JoinIP == cfg.ClusterRouterJoinIP() {
+		return nil, fmt.Errorf("topology: node %s: join IP %s is not a gateway address of %s", n.Name, g.JoinIP, cfg.JoinSubnet)
+	}
+	if g.ChassisID == "" || !g.NodeIP.Addr().Is4() || g.MAC == "" {
+		return nil, fmt.Errorf("topology: node %s: incomplete gateway %+v", n.Name, *g)
+	}
+	id := func(r owner.Role) owner.ID { return owner.NewID(owner.Node, n.Name, r) }
+	clusterRouter := owner.NewID(owner.Cluster, owner.ClusterName, owner.ClusterRouter)
+	joinSwitch := owner.NewID(owner.Cluster, owner.ClusterName, owner.JoinSwitch)
+	gr := GatewayRouterName(n.Name)
+	rtoj, rtoe := "rtoj-"+gr, "rtoe-"+gr
+	joinHost := netip.PrefixFrom(g.JoinIP, 32).String()
+	srcIP := nbdb.LogicalRouterStaticRoutePolicySrcIP
+
+	rows := []nbsync.Row{
+		{ID: id(owner.GatewayRouter), Model: &nbdb.LogicalRouter{Name: gr, Options: map[string]string{
+			"chassis": g.ChassisID,
+			// Load-balanced traffic (NodePorts) is also SNATed to the address of the GR port
+			// it leaves by (the join IP towards pods), so that a backend on any node answers
+			// to this GR, which holds the connection's DNAT state.
+			"lb_force_snat_ip": "router_ip",
+			// Every GR shares the join switch (and its external network with other hosts).
+			// Learn a MAC binding from an ARP request only when it targets this router, and
+			// resolve the other routers on a switch by ARP instead of northd writing static
+			// neighbour flows for every pair of routers, which grows with the square of nodes.
+			"always_learn_from_arp_request": "false",
+			"dynamic_neigh_routers":         "true",
+		}}},
+		{
+			ID:     id(owner.GatewayJoinPort),
+			Model:  &nbdb.LogicalRouterPort{Name: rtoj, MAC: mac(g.JoinIP), Networks: []string{prefix(g.JoinIP, cfg.JoinSubnet)}},
+			Parent: id(owner.GatewayRouter),
+		},
+		{ID: id(owner.JoinSwitchGatewayPort), Model: routerTypePort("jtor-"+gr, rtoj, "router", nil), Parent: joinSwitch},
+		{ID: id(owner.ExternalSwitch), Model: &nbdb.LogicalSwitch{Name: ExternalSwitchName(n.Name)}},
+		{
+			ID:     id(owner.GatewayExternalPort),
+			Model:  &nbdb.LogicalRouterPort{Name: rtoe, MAC: g.MAC, Networks: []string{g.NodeIP.String()}},
+			Parent: id(owner.GatewayRouter),
+		},
+		{
+			// nat-addresses=router: the switch side announces the GR's NAT addresses (the
+			// node IP) with gratuitous ARP, so the physical network learns where they are.
+			ID:     id(owner.ExternalSwitchGWPort),
+			Model:  routerTypePort("etor-"+gr, rtoe, g.MAC, map[string]string{"nat-addresses": "router"}),
+			Parent: id(owner.ExternalSwitch),
+		},
+		{
+			ID: id(owner.LocalnetPort), Parent: id(owner.ExternalSwitch),
+			Model: &nbdb.LogicalSwitchPort{Name: LocalnetPortName(n.Name), Type: "localnet", Addresses: []string{"unknown"},
+				Options: map[string]string{"network_name": PhysicalNetwork}},
+		},
+		{
+			// Pods of this node leave the cluster through this node's GR.
+			ID: id(owner.NodeSubnetRoute), Parent: clusterRouter,
+			Model: &nbdb.LogicalRouterStaticRoute{IPPrefix: n.Subnet.String(), Nexthop: g.JoinIP.String(), Policy: &srcIP},
+		},
+		{
+			// With lb_force_snat_ip=router_ip a reply from a pod goes to the GR's join IP. The
+			// src-ip route of the pod's own node (prefix length 24 -> priority 72) beats the
+			// connected join subnet (/16 -> 50) and would send it to the wrong GR; a /32
+			// destination route per GR outranks both.
+			ID: id(owner.GatewayJoinIPRoute), Parent: clusterRouter,
+			Model: &nbdb.LogicalRouterStaticRoute{IPPrefix: joinHost, Nexthop: g.JoinIP.String()},
+		},
+		{
+			ID: id(owner.GatewayClusterRoute), Parent: id(owner.GatewayRouter),
+			Model: &nbdb.LogicalRouterStaticRoute{IPPrefix: cfg.ClusterCIDR.String(), Nexthop: cfg.ClusterRouterJoinIP().String()},
+		},
+		{
+			ID: id(owner.GatewaySNAT), Parent: id(owner.GatewayRouter),
+			Model: &nbdb.NAT{Type: nbdb.NATTypeSNAT, ExternalIP: g.NodeIP.Addr().String(), LogicalIP: cfg.ClusterCIDR.String()},
+		},
+	}
+	if g.NextHop.IsValid() {
+		rows = append(rows, nbsync.Row{
+			ID: id(owner.GatewayDefaultRoute), Parent: id(owner.GatewayRouter),
+			Model: &nbdb.LogicalRouterStaticRoute{IPPrefix: "0.0.0.0/0", Nexthop: g.NextHop.String(), OutputPort: &rtoe},
+		})
+	}
+	return rows, nil
+}

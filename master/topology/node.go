@@ -1,0 +1,99 @@
+package topology
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/ovn-transparent/ovn-transparent/internal/annotations"
+	"github.com/ovn-transparent/ovn-transparent/master/nbsync"
+	"github.com/ovn-transparent/ovn-transparent/master/owner"
+	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
+)
+
+// Node is what a node's rows depend on.
+type Node struct {
+	Name   string
+	Subnet netip.Prefix // the node's pod subnet
+	// Gateway is nil until the node agent has published its chassis: without a chassis to
+	// bind it to, a gateway router would have nowhere to run.
+	Gateway *Gateway
+}
+
+// Gateway is what the node's gateway router needs.
+type Gateway struct {
+	ChassisID string
+	NodeIP    netip.Prefix // the node's address on the physical network, with its prefix
+	MAC       string       // the gateway bridge's MAC, shared by the GR's external port
+	NextHop   netip.Addr   // the physical network's default gateway; zero if none
+	JoinIP    netip.Addr   // the GR's address on the join subnet
+}
+
+// GatewayFrom reads a node agent's chassis annotation; joinIP is the GR's join address.
+func GatewayFrom(info annotations.NodeChassisInfo, joinIP netip.Addr) (*Gateway, error) {
+	if err := info.Validate(); err != nil {
+		return nil, err
+	}
+	ip, _ := netip.ParsePrefix(info.NodeIP) // Validate parsed it
+	if !ip.Addr().Is4() {
+		return nil, fmt.Errorf("%s: nodeIP %s: only IPv4 is supported", annotations.NodeChassisKey, ip)
+	}
+	hw, _ := net.ParseMAC(info.GatewayMAC)
+	gw := &Gateway{ChassisID: info.ChassisID, NodeIP: ip, MAC: hw.String(), JoinIP: joinIP}
+	if info.NextHop != "" {
+		gw.NextHop, _ = netip.ParseAddr(info.NextHop)
+		if !gw.NextHop.Is4() {
+			return nil, fmt.Errorf("%s: nextHop %s: only IPv4 is supported", annotations.NodeChassisKey, gw.NextHop)
+		}
+	}
+	return gw, nil
+}
+
+// Port and router names of a node.
+func GatewayRouterName(node string) string  { return "GR_" + node }
+func ExternalSwitchName(node string) string { return "ext_" + node }
+func ManagementPortName(node string) string { return "k8s-" + node }
+func LocalnetPortName(node string) string   { return "breth0_" + node }
+
+// RouterIP and ManagementIP are the first two host addresses of a node subnet: the cluster
+// router's port on the node switch (the pods' gateway) and the node's management port.
+func RouterIP(subnet netip.Prefix) netip.Addr     { return nth(subnet, 1) }
+func ManagementIP(subnet netip.Prefix) netip.Addr { return nth(subnet, 2) }
+
+// NodeRows returns the rows of node n: its switch, its link to the cluster router, its
+// management port and, once the node has a chassis, its gateway router with its join and
+// external links, routes and SNAT.
+func NodeRows(cfg Config, n Node) ([]nbsync.Row, error) {
+	if err := checkConfig(cfg); err != nil {
+		return nil, err
+	}
+	if !n.Subnet.Addr().Is4() || n.Subnet.Masked() != n.Subnet || n.Subnet.Bits() > 29 || !cfg.ClusterCIDR.Contains(n.Subnet.Addr()) {
+		return nil, fmt.Errorf("topology: node %s: subnet %s is not an IPv4 /29-or-larger subnet of %s", n.Name, n.Subnet, cfg.ClusterCIDR)
+	}
+	id := func(r owner.Role) owner.ID { return owner.NewID(owner.Node, n.Name, r) }
+	clusterRouter := owner.NewID(owner.Cluster, owner.ClusterName, owner.ClusterRouter)
+	gw, mgmt := RouterIP(n.Subnet), ManagementIP(n.Subnet)
+	rtos := "rtos-" + n.Name
+	rows := []nbsync.Row{
+		{ID: id(owner.NodeSwitch), Model: &nbdb.LogicalSwitch{Name: n.Name, OtherConfig: map[string]string{"subnet": n.Subnet.String()}}},
+		{
+			ID:     id(owner.NodeRouterPort),
+			Model:  &nbdb.LogicalRouterPort{Name: rtos, MAC: mac(gw), Networks: []string{prefix(gw, n.Subnet)}},
+			Parent: clusterRouter,
+		},
+		{ID: id(owner.NodeSwitchRouterPort), Model: routerTypePort("stor-"+n.Name, rtos, "router", nil), Parent: id(owner.NodeSwitch)},
+		{
+			ID:     id(owner.ManagementPort),
+			Model:  &nbdb.LogicalSwitchPort{Name: ManagementPortName(n.Name), Addresses: []string{mac(mgmt) + " " + mgmt.String()}},
+			Parent: id(owner.NodeSwitch),
+		},
+	}
+	if n.Gateway == nil {
+		return rows, nil
+	}
+	gwRows, err := gatewayRows(cfg, n)
+	if err != nil {
+		return nil, err
+	}
+	return append(rows, gwRows...), nil
+}

@@ -1,0 +1,95 @@
+// Package topology says which Northbound rows the cluster, a node and a pod need. Its
+// functions are pure: Kubernetes-derived values in, nbsync rows out, no I/O. The layout is
+// the shared-gateway topology of ../../ARCHITECTURE.md, names as operators of OVN-based
+// Kubernetes networks expect them:
+//
+//	ovn_cluster_router ── rtos-<node> ── stor-<node> ── switch <node> ── k8s-<node>, pods
+//	        └─ rtoj-ovn_cluster_router ── join ── jtor-GR_<node> ── rtoj-GR_<node> ── GR_<node>
+//	GR_<node> ── rtoe-GR_<node> ── etor-GR_<node> ── ext_<node> ── breth0_<node> (localnet)
+package topology
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+
+	"github.com/ovn-transparent/ovn-transparent/internal/annotations"
+	"github.com/ovn-transparent/ovn-transparent/master/nbsync"
+	"github.com/ovn-transparent/ovn-transparent/master/owner"
+	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
+)
+
+// Names of the shared rows.
+const (
+	ClusterRouterName = "ovn_cluster_router"
+	JoinSwitchName    = "join"
+	// PhysicalNetwork is the localnet network name; the node agent maps it to its gateway
+	// bridge with ovn-bridge-mappings=physnet:<bridge>.
+	PhysicalNetwork = "physnet"
+)
+
+// Config is what the topology takes from the master's configuration.
+type Config struct {
+	ClusterCIDR netip.Prefix
+	JoinSubnet  netip.Prefix
+}
+
+// ClusterRouterJoinIP is the cluster router's address on the join subnet (the first host
+// address); every gateway router routes the cluster CIDR back to it.
+func (c Config) ClusterRouterJoinIP() netip.Addr { return nth(c.JoinSubnet, 1) }
+
+// nth returns the n-th address of IPv4 prefix p (0 is the network address).
+func nth(p netip.Prefix, n uint32) netip.Addr {
+	b := p.Masked().Addr().As4()
+	var out [4]byte
+	binary.BigEndian.PutUint32(out[:], binary.BigEndian.Uint32(b[:])+n)
+	return netip.AddrFrom4(out)
+}
+
+// mac is the MAC the project gives an interface or port with address ip.
+func mac(ip netip.Addr) string { return annotations.MACFromIP(ip).String() }
+
+// Cluster returns the rows every node shares: the cluster router and the join switch with
+// the cluster router's port on it.
+func Cluster(cfg Config) []nbsync.Row {
+	id := func(r owner.Role) owner.ID { return owner.NewID(owner.Cluster, owner.ClusterName, r) }
+	joinIP := cfg.ClusterRouterJoinIP()
+	const lrp = "rtoj-" + ClusterRouterName
+	return []nbsync.Row{
+		{ID: id(owner.ClusterRouter), Model: &nbdb.LogicalRouter{Name: ClusterRouterName}},
+		{ID: id(owner.JoinSwitch), Model: &nbdb.LogicalSwitch{Name: JoinSwitchName}},
+		{
+			ID:     id(owner.ClusterRouterJoinPort),
+			Model:  &nbdb.LogicalRouterPort{Name: lrp, MAC: mac(joinIP), Networks: []string{prefix(joinIP, cfg.JoinSubnet)}},
+			Parent: id(owner.ClusterRouter),
+		},
+		{
+			ID:     id(owner.JoinSwitchToClusterPort),
+			Model:  routerTypePort("jtor-"+ClusterRouterName, lrp, "router", nil),
+			Parent: id(owner.JoinSwitch),
+		},
+	}
+}
+
+// prefix writes ip with subnet's prefix length, as OVN wants router port networks.
+func prefix(ip netip.Addr, subnet netip.Prefix) string {
+	return netip.PrefixFrom(ip, subnet.Bits()).String()
+}
+
+// routerTypePort is a switch port of type router, the switch side of a router port.
+func routerTypePort(name, routerPort, addresses string, extraOptions map[string]string) *nbdb.LogicalSwitchPort {
+	opts := map[string]string{"router-port": routerPort}
+	for k, v := range extraOptions {
+		opts[k] = v
+	}
+	return &nbdb.LogicalSwitchPort{Name: name, Type: "router", Addresses: []string{addresses}, Options: opts}
+}
+
+func checkConfig(cfg Config) error {
+	for _, p := range []netip.Prefix{cfg.ClusterCIDR, cfg.JoinSubnet} {
+		if !p.IsValid() || !p.Addr().Is4() || p.Masked() != p {
+			return fmt.Errorf("topology: %s: want a canonical IPv4 prefix", p)
+		}
+	}
+	return nil
+}
