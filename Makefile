@@ -20,6 +20,8 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/ovnt-master ./master
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/ovnt-node ./node
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/ovnt-cni ./cni-shim
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ovnt-workload ./test/cmd/ovnt-workload
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ovnt-sandbox ./test/cmd/ovnt-sandbox
 
 build-windows:
 	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/windows/ovnt-node.exe ./node
@@ -41,8 +43,9 @@ deps:
 kube-binaries:
 	$(GO) run ./test/cmd/kube-binaries
 
+# The end-to-end tests run the binaries just built (OVNT_BIN_DIR) instead of building their own.
 test: deps lint build build-windows kube-binaries
-	$(GO) test $(TEST_FLAGS) ./...
+	OVNT_BIN_DIR=$(abspath $(BIN)) $(GO) test $(TEST_FLAGS) ./...
 
 test-unit:
 	$(GO) test -count=1 -short ./...
@@ -50,7 +53,6 @@ test-unit:
 # The sandbox runs in the background until `make sandbox-down`; kubectl works against
 # $(OUT)/sandbox/kubeconfig and `$(BIN)/ovnt-sandbox exec node/node1 -- CMD` runs on a node.
 sandbox: deps kube-binaries build
-	$(GO) build -o $(BIN)/ovnt-sandbox ./test/cmd/ovnt-sandbox
 	$(BIN)/ovnt-sandbox --state-dir $(OUT)/sandbox up
 
 sandbox-down:

@@ -10,12 +10,14 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ovn-transparent/ovn-transparent/test/cluster"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 )
 
@@ -80,52 +82,61 @@ func serve(c *cli.Context) error {
 		return err
 	}
 	defer r.Close()
-	s, err := build(ctx, r, dir, c.Int("nodes"))
+	cl, s, err := build(ctx, r, dir, c.Int("nodes"))
 	if err != nil {
 		r.MarkFailed()
 		return err
 	}
 	s.PID, s.RunID = os.Getpid(), r.ID
-	if err := writeState(dir, s); err != nil {
-		return err
-	}
 	defer os.Remove(statePath(dir))
 	logf("sandbox ready")
-	<-ctx.Done()
+	// Pods come and go (kubectl works against the sandbox): keep the pod -> namespace map of
+	// the state file current for `exec <namespace>/<pod>`.
+	for {
+		s.Pods = podNetns(ctx, cl)
+		if err := writeState(dir, s); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+			continue
+		}
+		break
+	}
 	logf("stopping the sandbox")
 	return nil
 }
 
-// build starts the control plane, OVN central, the nodes and the external host.
-func build(ctx context.Context, r *harness.Run, dir string, nodes int) (state, error) {
+// build starts the whole cluster (control plane, OVN, master, node agents, kubelets) with the
+// binaries beside this one, and the sample workloads.
+func build(ctx context.Context, r *harness.Run, dir string, nodes int) (*cluster.Cluster, state, error) {
 	s := state{Netns: map[string]string{}}
-	kube, err := r.StartKube(ctx, harness.KubeOptions{})
+	self, err := os.Executable()
 	if err != nil {
-		return s, err
+		return nil, s, err
+	}
+	names := make([]string, nodes)
+	for i := range names {
+		names[i] = fmt.Sprintf("node%d", i+1)
+	}
+	c, err := cluster.Start(ctx, r, cluster.Options{Nodes: names, BinDir: filepath.Dir(self)})
+	if err != nil {
+		return nil, s, err
 	}
 	s.Kubeconfig = filepath.Join(dir, "kubeconfig")
-	if err := copyFile(kube.Kubeconfig, s.Kubeconfig); err != nil {
-		return s, err
+	if err := copyFile(c.Kube.Kubeconfig, s.Kubeconfig); err != nil {
+		return nil, s, err
 	}
-	central, err := r.StartOVNCentral(ctx)
-	if err != nil {
-		return s, err
+	s.NBRemote, s.SBRemote = c.Central.NBRemote, c.Central.SBRemote
+	for _, n := range c.Nodes {
+		s.Netns["node/"+n.Name] = n.Netns
 	}
-	s.NBRemote, s.SBRemote = central.NBRemote, central.SBRemote
-	for i := 1; i <= nodes; i++ {
-		name := fmt.Sprintf("node%d", i)
-		n, err := r.StartNode(ctx, name, harness.NodeOptions{})
-		if err != nil {
-			return s, err
-		}
-		s.Netns["node/"+name] = n.Netns
+	s.Netns["external"] = c.External.Netns
+	if err := createSamples(ctx, c); err != nil {
+		return nil, s, err
 	}
-	ext, err := r.StartExternalHost(ctx)
-	if err != nil {
-		return s, err
-	}
-	s.Netns["external"] = ext.Netns
-	return s, nil
+	return c, s, nil
 }
 
 // down stops the serve process and waits until it has torn the sandbox down.
@@ -177,7 +188,10 @@ func show(ctx context.Context, s state) error {
 		}
 		fmt.Printf("\n$ %s show\n%s", cmd[0], out)
 	}
-	fmt.Println("\nstop it with: make sandbox-down")
+	connectivity(ctx, s)
+	fmt.Printf("\nkubectl --kubeconfig %s get pods -A -o wide\n", s.Kubeconfig)
+	fmt.Println("_output/bin/ovnt-sandbox exec demo-client/client -- ip addr")
+	fmt.Println("stop it with: make sandbox-down")
 	return nil
 }
 
@@ -189,7 +203,7 @@ func execCmd(c *cli.Context) error {
 		args = args[1:]
 	}
 	if len(args) < 2 {
-		return fmt.Errorf("usage: ovnt-sandbox exec node/<name>|external -- COMMAND [ARGS...]")
+		return fmt.Errorf("usage: ovnt-sandbox exec <namespace>/<pod>|node/<name>|external -- COMMAND [ARGS...]")
 	}
 	target, cmdline := args[0], args[1:]
 	if cmdline[0] == "--" {
@@ -201,10 +215,17 @@ func execCmd(c *cli.Context) error {
 	}
 	ns, ok := s.Netns[target]
 	if !ok {
-		known := make([]string, 0, len(s.Netns))
+		ns, ok = s.Pods[target]
+	}
+	if !ok {
+		known := make([]string, 0, len(s.Netns)+len(s.Pods))
 		for k := range s.Netns {
 			known = append(known, k)
 		}
+		for k := range s.Pods {
+			known = append(known, k)
+		}
+		sort.Strings(known)
 		return fmt.Errorf("unknown target %q (known: %s)", target, strings.Join(known, ", "))
 	}
 	cmd := exec.Command("ip", append([]string{"netns", "exec", ns}, cmdline...)...)

@@ -34,8 +34,8 @@ func newApp() *cli.App {
 			Action: serve},
 		&cli.Command{Name: "down", Usage: "stop the sandbox and remove everything it created", Action: down},
 		&cli.Command{Name: "status", Usage: "show the running sandbox", Action: status},
-		&cli.Command{Name: "exec", Usage: "run a command on a node or the external host: exec node/<name> -- CMD, exec external -- CMD",
-			ArgsUsage: "node/<name>|external -- COMMAND [ARGS...]", Action: execCmd},
+		&cli.Command{Name: "exec", Usage: "run a command in a pod's, a node's or the external host's network namespace",
+			ArgsUsage: "<namespace>/<pod>|node/<name>|external -- COMMAND [ARGS...]", Action: execCmd},
 	)
 	return app
 }

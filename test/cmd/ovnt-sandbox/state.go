@@ -19,6 +19,7 @@ type state struct {
 	NBRemote   string            `json:"nbRemote"`
 	SBRemote   string            `json:"sbRemote"`
 	Netns      map[string]string `json:"netns"` // "node/<name>" and "external" -> namespace
+	Pods       map[string]string `json:"pods"`  // "<namespace>/<pod>" -> namespace, refreshed every second
 }
 
 func statePath(dir string) string { return filepath.Join(dir, "state.json") }

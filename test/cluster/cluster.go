@@ -1,0 +1,238 @@
+//go:build linux
+
+// Package cluster assembles a whole ovn-transparent cluster on one machine from the harness
+// parts: the Kubernetes control plane, OVN central, the real ovnt-master binary, and per node
+// a chassis network namespace running the real ovnt-node binary, ovn-controller and a kubelet
+// stand-in that calls the real ovnt-cni binary. The end-to-end tests and the sandbox run on it.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/ovn-transparent/ovn-transparent/test/harness"
+	"github.com/ovn-transparent/ovn-transparent/test/kubelet"
+)
+
+// Options configure Start. The zero value is two Linux nodes.
+type Options struct {
+	// Nodes are the node names; default node1, node2.
+	Nodes []string
+	// WindowsNodes are labelled kubernetes.io/os=windows (their pods still run as Linux
+	// namespaces here; the label is what the network plugin sees).
+	WindowsNodes map[string]bool
+	// BinDir holds ovnt-master, ovnt-node, ovnt-cni and ovnt-workload. Empty means
+	// $OVNT_BIN_DIR (make test sets it to the binaries it has just built), else build them
+	// into the run directory.
+	BinDir string
+	// MasterArgs and NodeArgs are appended to the daemons' command lines.
+	MasterArgs, NodeArgs []string
+	// ClusterCIDR and ServiceCIDR default to 10.244.0.0/16 and 10.96.0.0/16.
+	ClusterCIDR, ServiceCIDR string
+}
+
+// Cluster is a running cluster. Everything stops with its Run.
+type Cluster struct {
+	Run      *harness.Run
+	Kube     *harness.Kube
+	Central  *harness.OVNCentral
+	External *harness.ExternalHost
+	Nodes    []*Node
+	BinDir   string
+
+	opts   Options
+	master *harness.Proc
+}
+
+// Node is one node of the cluster.
+type Node struct {
+	*harness.Node
+	Kubelet    *kubelet.Kubelet
+	Kubeconfig string // reaches the API server from inside the node's namespace
+	CNIDir     string // bin/, net.d/ and the agent's socket
+	agent      *harness.Proc
+	c          *Cluster
+}
+
+// Start brings the whole cluster up and returns once every node is Ready.
+func Start(ctx context.Context, r *harness.Run, opts Options) (*Cluster, error) {
+	if len(opts.Nodes) == 0 {
+		opts.Nodes = []string{"node1", "node2"}
+	}
+	if opts.ClusterCIDR == "" {
+		opts.ClusterCIDR = "10.244.0.0/16"
+	}
+	if opts.ServiceCIDR == "" {
+		opts.ServiceCIDR = "10.96.0.0/16"
+	}
+	c := &Cluster{Run: r, opts: opts, BinDir: opts.BinDir}
+	if c.BinDir == "" {
+		c.BinDir = os.Getenv("OVNT_BIN_DIR")
+	}
+	if c.BinDir == "" {
+		c.BinDir = r.Path("bin")
+		if err := BuildBinaries(ctx, c.BinDir); err != nil {
+			return nil, err
+		}
+	}
+	var err error
+	if c.Kube, err = r.StartKube(ctx, harness.KubeOptions{ServiceCIDR: opts.ServiceCIDR}); err != nil {
+		return nil, err
+	}
+	if c.Central, err = r.StartOVNCentral(ctx); err != nil {
+		return nil, err
+	}
+	if err := c.StartMaster(ctx); err != nil {
+		return nil, err
+	}
+	for _, name := range opts.Nodes {
+		if _, err := r.NodeIP(ctx, name); err != nil { // addresses in the order given
+			return nil, err
+		}
+	}
+	for _, name := range opts.Nodes {
+		n, err := c.addNode(ctx, name)
+		if err != nil {
+			return nil, fmt.Errorf("node %s: %w", name, err)
+		}
+		c.Nodes = append(c.Nodes, n)
+	}
+	if c.External, err = r.StartExternalHost(ctx); err != nil {
+		return nil, err
+	}
+	if err := c.WaitNodesReady(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Node returns the node of that name, or nil.
+func (c *Cluster) Node(name string) *Node {
+	for _, n := range c.Nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+// StartMaster starts ovnt-master (again, after StopMaster or KillMaster).
+func (c *Cluster) StartMaster(ctx context.Context) error {
+	args := append([]string{
+		"--kubeconfig", c.Kube.Kubeconfig,
+		"--nb-address", c.Central.NBRemote,
+		"--cluster-cidr", c.opts.ClusterCIDR,
+		"--service-cidr", c.opts.ServiceCIDR,
+		// One master: a restarted one must not wait out the previous holder's Lease.
+		"--leader-elect=false",
+	}, c.opts.MasterArgs...)
+	p, err := c.Run.Start(harness.ProcSpec{Name: "ovnt-master", Path: filepath.Join(c.BinDir, "ovnt-master"), Args: args})
+	if err != nil {
+		return err
+	}
+	c.master = p
+	return nil
+}
+
+// StopMaster stops ovnt-master with SIGTERM; KillMaster kills it as a crash would.
+func (c *Cluster) StopMaster() error { return c.master.Stop() }
+
+// KillMaster SIGKILLs ovnt-master.
+func (c *Cluster) KillMaster() { c.master.Kill() }
+
+func (c *Cluster) addNode(ctx context.Context, name string) (*Node, error) {
+	hn, err := c.Run.StartNode(ctx, name, harness.NodeOptions{SkipChassis: true})
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{Node: hn, c: c, CNIDir: filepath.Join(hn.Dir, "cni")}
+	for _, d := range []string{"bin", "net.d"} {
+		if err := os.MkdirAll(filepath.Join(n.CNIDir, d), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	if n.Kubeconfig, err = c.Kube.ExposeInNetns(hn.Netns); err != nil {
+		return nil, err
+	}
+	if err := n.StartAgent(ctx); err != nil {
+		return nil, err
+	}
+	// ovn-controller waits for the chassis settings the agent writes, as the ovn-host
+	// service does on a real node.
+	if _, err := hn.StartOVNController(ctx); err != nil {
+		return nil, err
+	}
+	osLabel := "linux"
+	if c.opts.WindowsNodes[name] {
+		osLabel = "windows"
+	}
+	n.Kubelet, err = kubelet.New(kubelet.Config{
+		NodeName:     name,
+		Netns:        hn.Netns,
+		NodeIP:       hn.IP,
+		Client:       c.Kube.Client(),
+		Run:          c.Run,
+		CNIBinDirs:   []string{filepath.Join(n.CNIDir, "bin")},
+		CNIConfDir:   filepath.Join(n.CNIDir, "net.d"),
+		WorkloadPath: filepath.Join(c.BinDir, "ovnt-workload"),
+		OS:           osLabel,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := n.Kubelet.Start(ctx); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// StartAgent starts the node's ovnt-node (again, after StopAgent or KillAgent).
+func (n *Node) StartAgent(ctx context.Context) error {
+	args := append([]string{
+		"--node-name", n.Name,
+		"--kubeconfig", n.Kubeconfig,
+		"--sb-address", n.SBRemote,
+		"--ovs-address", n.OVSRemote,
+		"--encap-ip", n.IP,
+		"--datapath-type", "netdev",
+		"--uplink-interface", "eth0",
+		"--cluster-cidr", n.c.opts.ClusterCIDR,
+		"--service-cidr", n.c.opts.ServiceCIDR,
+		"--cni-socket", filepath.Join(n.CNIDir, "cni.sock"),
+		"--cni-bin-dir", filepath.Join(n.CNIDir, "bin"),
+		"--cni-conf-dir", filepath.Join(n.CNIDir, "net.d"),
+		"--cni-plugin", filepath.Join(n.c.BinDir, "ovnt-cni"),
+	}, n.c.opts.NodeArgs...)
+	p, err := n.c.Run.Start(harness.ProcSpec{Name: "ovnt-node-" + n.Name, Netns: n.Netns, Path: filepath.Join(n.c.BinDir, "ovnt-node"), Args: args})
+	if err != nil {
+		return err
+	}
+	n.agent = p
+	return nil
+}
+
+// StopAgent stops the node agent with SIGTERM.
+func (n *Node) StopAgent() error { return n.agent.Stop() }
+
+// KillAgent SIGKILLs the node agent.
+func (n *Node) KillAgent() { n.agent.Kill() }
+
+// WaitNodesReady waits until every node's kubelet reports Ready (its CNI STATUS passes).
+func (c *Cluster) WaitNodesReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for _, n := range c.Nodes {
+		if err := harness.WaitFor(ctx, "node "+n.Name+" Ready", 100*time.Millisecond, func() (bool, error) {
+			return c.nodeReady(ctx, n.Name)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var errNoNode = errors.New("node not registered")

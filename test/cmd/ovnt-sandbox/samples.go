@@ -1,0 +1,130 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/ovn-transparent/ovn-transparent/test/cluster"
+	"github.com/ovn-transparent/ovn-transparent/test/harness"
+	"github.com/ovn-transparent/ovn-transparent/test/probe"
+)
+
+// The sample workloads: web servers on both nodes in one namespace, a client in another.
+var samples = []struct{ namespace, name, node string }{
+	{"demo", "web-1", "node1"},
+	{"demo", "web-2", "node2"},
+	{"demo-client", "client", "node1"},
+}
+
+const samplePort = 8080
+
+func createSamples(ctx context.Context, c *cluster.Cluster) error {
+	cs := c.Kube.Client()
+	for _, ns := range []string{"demo", "demo-client"} {
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+	for _, s := range samples {
+		node := s.node
+		if c.Node(node) == nil {
+			node = c.Nodes[0].Name
+		}
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: s.namespace, Name: s.name, Labels: map[string]string{"app": s.name}},
+			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{
+				Name: "workload", Image: "ovnt-workload",
+				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: samplePort, Protocol: corev1.ProtocolTCP}},
+			}}},
+		}
+		if _, err := cs.CoreV1().Pods(s.namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for _, s := range samples {
+		if err := harness.WaitFor(wctx, "sample pod "+s.namespace+"/"+s.name+" Ready", 100*time.Millisecond, func() (bool, error) {
+			p, err := cs.CoreV1().Pods(s.namespace).Get(wctx, s.name, metav1.GetOptions{})
+			return err == nil && podReady(p), err
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue && p.Status.PodIP != ""
+		}
+	}
+	return false
+}
+
+// podNetns maps every pod some kubelet runs to its network namespace.
+func podNetns(ctx context.Context, c *cluster.Cluster) map[string]string {
+	out := map[string]string{}
+	pods, err := c.Kube.Client().CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return out
+	}
+	for _, p := range pods.Items {
+		if n := c.Node(p.Spec.NodeName); n != nil {
+			if ns, ok := n.Kubelet.PodNetns(p.Namespace, p.Name); ok {
+				out[p.Namespace+"/"+p.Name] = ns
+			}
+		}
+	}
+	return out
+}
+
+// connectivity probes every sample web pod from the client pod, live, and prints the result.
+func connectivity(ctx context.Context, s state) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
+	if err != nil {
+		fmt.Println("connectivity check:", err)
+		return
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		fmt.Println("connectivity check:", err)
+		return
+	}
+	from, ok := s.Pods["demo-client/client"]
+	if !ok {
+		fmt.Println("connectivity check: the sample client pod is gone")
+		return
+	}
+	fmt.Println("\n$ connectivity check (TCP, from demo-client/client)")
+	for _, sm := range samples[:2] {
+		p, err := cs.CoreV1().Pods(sm.namespace).Get(ctx, sm.name, metav1.GetOptions{})
+		if err != nil {
+			fmt.Printf("  %s/%s: %v\n", sm.namespace, sm.name, err)
+			continue
+		}
+		addr := netip.AddrPortFrom(netip.MustParseAddr(p.Status.PodIP), samplePort).String()
+		var line string
+		err = harness.InNetns(from, func() error {
+			c, cancel := context.WithTimeout(ctx, 3*time.Second)
+			defer cancel()
+			line, err = probe.TCP(c, addr)
+			return err
+		})
+		if err != nil {
+			fmt.Printf("  -> %-12s %-18s on %s: FAILED: %v\n", sm.name, addr, p.Spec.NodeName, err)
+			continue
+		}
+		fmt.Printf("  -> %-12s %-18s on %s: ok, answered %q\n", sm.name, addr, p.Spec.NodeName, line)
+	}
+}

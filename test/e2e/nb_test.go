@@ -1,0 +1,106 @@
+//go:build linux
+
+package e2e
+
+import (
+	"context"
+	"encoding/csv"
+	"fmt"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ovn-transparent/ovn-transparent/master/owner"
+)
+
+// nbRow is one Northbound row the master owns, as ovn-nbctl lists it.
+type nbRow struct {
+	table, name, kind, owner, role string
+}
+
+func (r nbRow) String() string {
+	return fmt.Sprintf("%s %q (%s %s, %s)", r.table, r.name, r.kind, r.owner, r.role)
+}
+
+var nbTables = []string{"Logical_Router", "Logical_Switch", "Logical_Router_Port", "Logical_Switch_Port",
+	"Logical_Router_Static_Route", "NAT"}
+
+// ownedRows lists every row of the master's tables that carries an owner kind, through
+// ovn-nbctl as an operator would.
+func ownedRows(t *testing.T) []nbRow {
+	t.Helper()
+	ctx := context.Background()
+	var rows []nbRow
+	for _, table := range nbTables {
+		cols := "name,external_ids"
+		if table == "Logical_Router_Static_Route" || table == "NAT" {
+			cols = "_uuid,external_ids"
+		}
+		out, err := cl.Central.NBCtl(ctx, "--format=csv", "--data=bare", "--no-headings", "--columns="+cols, "list", table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+		if err != nil {
+			t.Fatalf("%s: %v", table, err)
+		}
+		for _, rec := range recs {
+			ids := map[string]string{}
+			for _, kv := range strings.Fields(rec[1]) {
+				k, v, _ := strings.Cut(kv, "=")
+				ids[k] = v
+			}
+			if ids[owner.KindKey] == "" {
+				continue
+			}
+			rows = append(rows, nbRow{table, rec[0], ids[owner.KindKey], ids[owner.NameKey], ids[owner.RoleKey]})
+		}
+	}
+	return rows
+}
+
+// checkNBConsistent fails the test when two owned rows play the same role for the same owner
+// (a duplicate), or a row's owner no longer exists (a stale row).
+func checkNBConsistent(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	seen := map[string]nbRow{}
+	nodes := map[string]bool{}
+	nl, err := client().CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nl.Items {
+		nodes[n.Name] = true
+	}
+	for _, r := range ownedRows(t) {
+		key := r.table + "|" + r.kind + "|" + r.owner + "|" + r.role
+		if prev, dup := seen[key]; dup {
+			t.Errorf("duplicate rows: %s and %s", prev, r)
+		}
+		seen[key] = r
+		switch owner.Kind(r.kind) {
+		case owner.Node:
+			if !nodes[r.owner] {
+				t.Errorf("stale row of deleted node: %s", r)
+			}
+		case owner.Pod:
+			ns, name, _ := strings.Cut(r.owner, "/")
+			if _, err := client().CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
+				t.Errorf("stale row of pod %s: %s (%v)", r.owner, r, err)
+			}
+		}
+	}
+}
+
+// rowsOwnedBy returns the owned rows of one owner.
+func rowsOwnedBy(t *testing.T, kind owner.Kind, name string) []nbRow {
+	var out []nbRow
+	for _, r := range ownedRows(t) {
+		if r.kind == string(kind) && r.owner == name {
+			out = append(out, r)
+		}
+	}
+	return out
+}
