@@ -12,7 +12,7 @@ LDFLAGS     := -X github.com/ovn-transparent/ovn-transparent/internal/cliapp.ver
 TEST_FLAGS  ?= -count=1 -timeout 30m
 export OVNT_CACHE_DIR ?= /var/cache/ovn-transparent
 
-.PHONY: all build build-windows models lint deps kube-binaries test test-unit sandbox sandbox-down clean
+.PHONY: all build build-windows models lint deps kube-binaries test test-unit bench sandbox sandbox-down clean
 
 all: build
 
@@ -46,6 +46,10 @@ kube-binaries:
 # The end-to-end tests run the binaries just built (OVNT_BIN_DIR) instead of building their own.
 test: deps lint build build-windows kube-binaries
 	OVNT_BIN_DIR=$(abspath $(BIN)) $(GO) test $(TEST_FLAGS) ./...
+
+# Figures for the README's performance section (not a test: nothing asserts a time).
+bench: deps build kube-binaries
+	OVNT_BIN_DIR=$(abspath $(BIN)) $(GO) test -count=1 -run '^$$' -bench PodStartup -benchtime 1x ./test/e2e/
 
 test-unit:
 	$(GO) test -count=1 -short ./...

@@ -138,6 +138,9 @@ func (c *Cluster) StartMaster(ctx context.Context) error {
 	return nil
 }
 
+// MasterPID is the process ID of the running ovnt-master.
+func (c *Cluster) MasterPID() int { return c.master.Pid() }
+
 // StopMaster stops ovnt-master with SIGTERM; KillMaster kills it as a crash would.
 func (c *Cluster) StopMaster() error { return c.master.Stop() }
 

@@ -55,6 +55,7 @@ func runMain(m *testing.M) int {
 	logf("e2e: cluster up in %s", time.Since(start).Round(time.Millisecond))
 	code := m.Run()
 	if code != 0 {
+		dumpOVN()
 		run.MarkFailed()
 	}
 	if err := run.Close(); err != nil {
@@ -68,4 +69,21 @@ func runMain(m *testing.M) int {
 
 func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05.000")}, args...)...)
+}
+
+// dumpOVN prints what an operator would look at first when something failed.
+func dumpOVN() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, q := range [][]string{
+		{"nb", "show"}, {"nb", "lr-route-list", "ovn_cluster_router"}, {"nb", "--columns=name,external_ids", "list", "Logical_Router_Port"},
+		{"sb", "show"}, {"sb", "--columns=logical_port,chassis,up", "list", "Port_Binding"},
+	} {
+		ctl := cl.Central.NBCtl
+		if q[0] == "sb" {
+			ctl = cl.Central.SBCtl
+		}
+		out, err := ctl(ctx, q[1:]...)
+		fmt.Fprintf(os.Stderr, "===== ovn-%sctl %v (err %v)\n%s\n", q[0], q[1:], err, out)
+	}
 }

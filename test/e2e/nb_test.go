@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ovn-transparent/ovn-transparent/master/owner"
+	"github.com/ovn-transparent/ovn-transparent/test/harness"
 )
 
 // nbRow is one Northbound row the master owns, as ovn-nbctl lists it.
@@ -61,15 +63,30 @@ func ownedRows(t *testing.T) []nbRow {
 }
 
 // checkNBConsistent fails the test when two owned rows play the same role for the same owner
-// (a duplicate), or a row's owner no longer exists (a stale row).
+// (a duplicate), or a row's owner no longer exists (a stale row). Pods of earlier tests are
+// still being deleted in the background, so it waits (bounded) for the master to converge
+// and reports what is still wrong then.
 func checkNBConsistent(t *testing.T) {
 	t.Helper()
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	var problems []string
+	harness.WaitFor(ctx, "a consistent NB", 200*time.Millisecond, func() (bool, error) {
+		problems = nbProblems(t, ctx)
+		return len(problems) == 0, nil
+	})
+	for _, p := range problems {
+		t.Error(p)
+	}
+}
+
+func nbProblems(t *testing.T, ctx context.Context) []string {
+	var problems []string
 	seen := map[string]nbRow{}
 	nodes := map[string]bool{}
 	nl, err := client().CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		t.Fatal(err)
+		return []string{err.Error()}
 	}
 	for _, n := range nl.Items {
 		nodes[n.Name] = true
@@ -77,21 +94,22 @@ func checkNBConsistent(t *testing.T) {
 	for _, r := range ownedRows(t) {
 		key := r.table + "|" + r.kind + "|" + r.owner + "|" + r.role
 		if prev, dup := seen[key]; dup {
-			t.Errorf("duplicate rows: %s and %s", prev, r)
+			problems = append(problems, fmt.Sprintf("duplicate rows: %s and %s", prev, r))
 		}
 		seen[key] = r
 		switch owner.Kind(r.kind) {
 		case owner.Node:
 			if !nodes[r.owner] {
-				t.Errorf("stale row of deleted node: %s", r)
+				problems = append(problems, fmt.Sprintf("stale row of deleted node: %s", r))
 			}
 		case owner.Pod:
 			ns, name, _ := strings.Cut(r.owner, "/")
 			if _, err := client().CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
-				t.Errorf("stale row of pod %s: %s (%v)", r.owner, r, err)
+				problems = append(problems, fmt.Sprintf("stale row of pod %s: %s (%v)", r.owner, r, err))
 			}
 		}
 	}
+	return problems
 }
 
 // rowsOwnedBy returns the owned rows of one owner.
@@ -103,4 +121,34 @@ func rowsOwnedBy(t *testing.T, kind owner.Kind, name string) []nbRow {
 		}
 	}
 	return out
+}
+
+// rowSet is the set of owned rows as "table|kind|owner|role|name", leaving out the rows of
+// pods outside namespace ns: earlier tests' namespaces are still being emptied by the
+// namespace controller, so their pods' rows go away at any time.
+func rowSet(t *testing.T, ns string) map[string]bool {
+	t.Helper()
+	set := map[string]bool{}
+	for _, r := range ownedRows(t) {
+		if owner.Kind(r.kind) == owner.Pod && !strings.HasPrefix(r.owner, ns+"/") {
+			continue
+		}
+		set[r.table+"|"+r.kind+"|"+r.owner+"|"+r.role+"|"+r.name] = true
+	}
+	return set
+}
+
+// compareRowSets reports every row missing from got and every extra one.
+func compareRowSets(t *testing.T, when string, want, got map[string]bool) {
+	t.Helper()
+	for k := range want {
+		if !got[k] {
+			t.Errorf("%s: row missing: %s", when, k)
+		}
+	}
+	for k := range got {
+		if !want[k] {
+			t.Errorf("%s: unexpected row: %s", when, k)
+		}
+	}
 }

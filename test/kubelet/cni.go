@@ -44,6 +44,7 @@ type cniRuntime struct {
 
 	mu     sync.Mutex
 	gcDone bool
+	adds   []time.Duration // how long each successful ADD took, for benchmarks
 }
 
 // newCNIRuntime: plugins' stderr goes to stderr; valid lists the attachments GC must keep.
@@ -126,7 +127,22 @@ func (c *cniRuntime) add(ctx context.Context, rt *libcni.RuntimeConf) (types.Res
 	}
 	ctx, cancel := context.WithTimeout(ctx, cniAddTimeout)
 	defer cancel()
-	return c.cni.AddNetworkList(ctx, list, rt)
+	start := time.Now()
+	res, err := c.cni.AddNetworkList(ctx, list, rt)
+	if err == nil {
+		c.mu.Lock()
+		c.adds = append(c.adds, time.Since(start))
+		c.mu.Unlock()
+	}
+	return res, err
+}
+
+// addLatencies returns the durations of the successful ADDs so far (plugin exec included,
+// as a container runtime sees it).
+func (c *cniRuntime) addLatencies() []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]time.Duration(nil), c.adds...)
 }
 
 func (c *cniRuntime) del(ctx context.Context, rt *libcni.RuntimeConf) error {

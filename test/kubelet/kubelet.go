@@ -240,6 +240,9 @@ func (k *Kubelet) Stop() {
 	k.logFile.Close()
 }
 
+// AddLatencies returns how long each successful CNI ADD of this kubelet took, in order.
+func (k *Kubelet) AddLatencies() []time.Duration { return k.cni.addLatencies() }
+
 // NodeName is the name of the node this kubelet runs.
 func (k *Kubelet) NodeName() string { return k.cfg.NodeName }
 

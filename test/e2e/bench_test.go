@@ -1,0 +1,105 @@
+//go:build linux
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ovn-transparent/ovn-transparent/test/harness"
+)
+
+const benchPods = 100
+
+// BenchmarkPodStartup creates 100 pods on one node at once and reports the CNI ADD latency
+// as the container runtime sees it (p50, p99), the pods per second until every pod is Ready,
+// and the master's resident memory. Run it with `make bench`.
+func BenchmarkPodStartup(b *testing.B) {
+	node := cl.Node("node1")
+	for i := 0; i < b.N; i++ {
+		ns := fmt.Sprintf("bench-%d-%d", time.Now().UnixNano()%1e6, i)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		if _, err := client().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		before := len(node.Kubelet.AddLatencies())
+		start := time.Now()
+		for p := 0; p < benchPods; p++ {
+			if _, err := client().CoreV1().Pods(ns).Create(ctx, podSpec(ns, fmt.Sprintf("p%03d", p), node.Name), metav1.CreateOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := harness.WaitFor(ctx, "100 pods Ready", 100*time.Millisecond, func() (bool, error) {
+			pods, err := client().CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, err
+			}
+			ready := 0
+			for i := range pods.Items {
+				if isReady(&pods.Items[i]) {
+					ready++
+				}
+			}
+			return ready == benchPods, nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+		elapsed := time.Since(start)
+		adds := node.Kubelet.AddLatencies()[before:]
+		slices.Sort(adds)
+		rss, hwm := procMemory(cl.MasterPID())
+		b.ReportMetric(float64(pct(adds, 50).Microseconds())/1000, "add-p50-ms")
+		b.ReportMetric(float64(pct(adds, 99).Microseconds())/1000, "add-p99-ms")
+		b.ReportMetric(benchPods/elapsed.Seconds(), "pods/s")
+		b.ReportMetric(float64(rss)/1024, "master-rss-MiB")
+		b.ReportMetric(float64(hwm)/1024, "master-peak-MiB")
+		b.Logf("%d pods on %s Ready in %s; %d ADDs, p50 %s, p99 %s, max %s; master RSS %d KiB (peak %d KiB)",
+			benchPods, node.Name, elapsed.Round(time.Millisecond), len(adds), pct(adds, 50), pct(adds, 99), adds[len(adds)-1], rss, hwm)
+		client().CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+		cancel()
+	}
+}
+
+func isReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// pct is the q-th percentile of sorted durations (nearest rank).
+func pct(sorted []time.Duration, q int) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := (len(sorted)*q + 99) / 100
+	return sorted[max(i-1, 0)]
+}
+
+// procMemory returns a process's resident and peak resident memory in KiB.
+func procMemory(pid int) (rss, hwm int64) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		var v int64
+		if _, err := fmt.Sscanf(line, "VmRSS: %d kB", &v); err == nil {
+			rss = v
+		}
+		if _, err := fmt.Sscanf(line, "VmHWM: %d kB", &v); err == nil {
+			hwm = v
+		}
+	}
+	return rss, hwm
+}
