@@ -27,6 +27,8 @@ type Config struct {
 	LeaderElectNamespace string
 	LeaderElectName      string
 	ResyncPeriod         time.Duration
+	KubeAPIQPS           int
+	KubeAPIBurst         int
 	Workers              int
 	Verbosity            int
 }
@@ -47,6 +49,8 @@ func flags() []cli.Flag {
 		cliapp.String("leader-elect-name", "ovnt-master", "name of the leader election Lease"),
 		cliapp.Duration("resync-period", 10*time.Minute, "full reconcile period of every controller (0 disables it)"),
 		cliapp.Int("workers", 4, "objects synced in parallel"),
+		cliapp.Int("kube-api-qps", 100, "sustained requests per second to the API server (each new pod costs one)"),
+		cliapp.Int("kube-api-burst", 200, "short bursts of requests to the API server above --kube-api-qps"),
 		cliapp.Int("log-level", 0, "log verbosity: 0 start-up, warnings and errors; 2 every change written; 4 every sync"),
 	}
 }
@@ -66,6 +70,8 @@ func configFrom(c *cli.Context) (Config, error) {
 		LeaderElectName:      c.String("leader-elect-name"),
 		ResyncPeriod:         c.Duration("resync-period"),
 		Workers:              c.Int("workers"),
+		KubeAPIQPS:           c.Int("kube-api-qps"),
+		KubeAPIBurst:         c.Int("kube-api-burst"),
 		Verbosity:            c.Int("log-level"),
 	}
 	var err error
@@ -111,6 +117,9 @@ func (c Config) validate() error {
 	}
 	if c.LeaderElect && (c.LeaderElectNamespace == "" || c.LeaderElectName == "") {
 		return fmt.Errorf("--leader-elect needs --leader-elect-namespace and --leader-elect-name")
+	}
+	if c.KubeAPIQPS < 1 || c.KubeAPIBurst < c.KubeAPIQPS {
+		return fmt.Errorf("--kube-api-qps must be at least 1 and --kube-api-burst at least --kube-api-qps")
 	}
 	if c.ResyncPeriod < 0 || c.Workers < 1 {
 		return fmt.Errorf("--resync-period must not be negative and --workers must be at least 1")

@@ -68,6 +68,8 @@ func TestConfigRejectsBadInput(t *testing.T) {
 		{[]string{"--node-subnet-prefix", "16"}, "node-subnet-prefix"},
 		{[]string{"--node-subnet-prefix", "31"}, "node-subnet-prefix"},
 		{[]string{"--nb-address", ""}, "nb-address"},
+		{[]string{"--kube-api-qps", "0"}, "kube-api-qps"},
+		{[]string{"--kube-api-qps", "50", "--kube-api-burst", "10"}, "kube-api-burst"},
 		{[]string{"--node-subnet-prefix", "30"}, "node-subnet-prefix"},
 		{[]string{"--cluster-cidr", "fd00::/48", "--node-subnet-prefix", "64"}, "IPv4"},
 		{[]string{"--join-subnet", "100.64.0.0/31"}, "join-subnet"},

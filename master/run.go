@@ -39,6 +39,9 @@ func runMaster(ctx context.Context, cfg Config, log logr.Logger) error {
 		return err
 	}
 	restCfg.UserAgent = controller.Component
+	// client-go's default of 5 requests per second would cap pod start-up at 5 pods per
+	// second cluster-wide: every pod costs the master one annotation patch.
+	restCfg.QPS, restCfg.Burst = float32(cfg.KubeAPIQPS), cfg.KubeAPIBurst
 	kube, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
 		return fmt.Errorf("kubernetes client: %w", err)
