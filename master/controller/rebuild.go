@@ -3,12 +3,16 @@ package controller
 import (
 	"cmp"
 	"context"
+	"net/netip"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/annotations"
+	"github.com/ovn-transparent/ovn-transparent/master/owner"
+	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
 )
 
 // rebuild restores the allocations from their durable records before anything is
@@ -49,7 +53,49 @@ func (c *Controller) rebuild(ctx context.Context) error {
 			}
 		}
 	}
-	return c.rebuildPods()
+	if err := c.rebuildPods(); err != nil {
+		return err
+	}
+	return c.rebuildOrphanPorts(ctx, nodes)
+}
+
+// rebuildOrphanPorts reserves the address of every pod port in NB whose pod no longer holds
+// one (deleted, or finished, while no master ran), under that pod's key. The port's sync
+// deletes it and only then frees the address, as for a pod deleted while the master runs: an
+// address handed out while an old port still carries it would put two ports with one MAC
+// and IP on a switch, and OVN may keep forwarding to the old one.
+func (c *Controller) rebuildOrphanPorts(ctx context.Context, nodes []*corev1.Node) error {
+	rows, err := c.view.All(ctx)
+	if err != nil {
+		return err
+	}
+	for _, m := range rows {
+		lsp, ok := m.(*nbdb.LogicalSwitchPort)
+		if !ok || lsp.ExternalIDs[owner.RoleKey] != string(owner.PodPort) || len(lsp.Addresses) != 1 {
+			continue
+		}
+		key := lsp.ExternalIDs[owner.NameKey]
+		if _, _, held := c.ipam.PodIP(key); held {
+			continue
+		}
+		f := strings.Fields(lsp.Addresses[0])
+		if len(f) != 2 {
+			continue
+		}
+		ip, err := netip.ParseAddr(f[1])
+		if err != nil {
+			continue
+		}
+		for _, n := range nodes {
+			if subnet, ok := c.ipam.NodeSubnet(n.Name); ok && subnet.Contains(ip) {
+				if err := c.ipam.ReservePodIP(n.Name, key, ip); err != nil {
+					c.log.V(2).Info("Orphan pod port's address not kept", "pod", key, "ip", ip, "err", err)
+				}
+				break
+			}
+		}
+	}
+	return nil
 }
 
 // rebuildPods reserves the annotated address of every pod that still needs one, oldest pod

@@ -105,3 +105,45 @@ func TestRebuildBeforeAllocating(t *testing.T) {
 		t.Errorf("node3 got %s", got)
 	}
 }
+
+// TestRebuildKeepsOrphanPortAddresses: a pod deleted (or finished) while no master ran still
+// has its port in NB; its address stays taken until that port is deleted, so a new pod can
+// never share a MAC and IP with a port that still exists.
+func TestRebuildKeepsOrphanPortAddresses(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	objs := []runtime.Object{
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node1", Annotations: map[string]string{annotations.NodeSubnetKey: "10.244.5.0/24"}}},
+		annotatedPod("done", "node1", "10.244.5.4", corev1.PodSucceeded),
+	}
+	c, err := New(testConfig("10.244.0.0/16"), fake.NewClientset(objs...), nil, record.NewFakeRecorder(10), logr.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := func(key, addr string) *nbdb.LogicalSwitchPort {
+		return &nbdb.LogicalSwitchPort{UUID: "u-" + key, Name: key, Addresses: []string{addr},
+			ExternalIDs: owner.NewID(owner.Pod, key, owner.PodPort).ExternalIDs()}
+	}
+	c.view = rowsView{
+		port("ns/gone", "0a:58:0a:f4:05:03 10.244.5.3"), // pod deleted while the master was down
+		port("ns/done", "0a:58:0a:f4:05:04 10.244.5.4"), // pod finished, port not removed yet
+		port("ns/far", "0a:58:0a:f4:09:03 10.244.9.3"),  // on no known node: nothing to reserve
+	}
+	c.factory.Start(ctx.Done())
+	defer func() { cancel(); c.factory.Shutdown() }()
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		t.Fatal("informers did not sync")
+	}
+	if err := c.rebuild(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := c.ipam.AllocatePodIP("node1", "ns/new"); got.String() != "10.244.5.5" {
+		t.Errorf("new pod got %s, want 10.244.5.5: .3 and .4 still have ports", got)
+	}
+	if ip, ok := c.ipam.ReleasePod("ns/gone"); !ok || ip.String() != "10.244.5.3" {
+		t.Errorf("releasing the orphan's address: %v %v", ip, ok)
+	}
+	if got, _ := c.ipam.AllocatePodIP("node1", "ns/next"); got.String() != "10.244.5.3" {
+		t.Errorf("after the orphan's port is gone its address is free again; got %s", got)
+	}
+}
