@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/ovn-transparent/ovn-transparent/internal/cliapp"
 	"github.com/ovn-transparent/ovn-transparent/node/internal/agent"
+	"github.com/ovn-transparent/ovn-transparent/node/internal/gateway"
 )
 
 // Config is the node agent's validated configuration.
@@ -30,6 +32,8 @@ func flags() []cli.Flag {
 		cliapp.String("uplink-interface", "", "interface to the physical network, moved into the gateway bridge"),
 		cliapp.String("gateway-bridge", "br-phy", "the bridge that holds the uplink and takes over the node's address"),
 		cliapp.String("physical-network", "physnet", "name of the physical network in ovn-bridge-mappings"),
+		cliapp.String("ovs-rundir", "", "ovs-vswitchd's run directory, where the gateway bridge's OpenFlow socket <bridge>.mgmt is; empty: the directory of a unix: --ovs-address, else "+defaultOVSRunDir),
+		cliapp.Duration("gateway-resync", gateway.DefaultResync, "how often the gateway bridge's flows are read back and restored"),
 		cliapp.String("cluster-cidr", "10.244.0.0/16", "pod address ranges, comma separated, routed from the node through the management port"),
 		cliapp.String("service-cidr", "10.96.0.0/16", "service address ranges, comma separated, routed from the node through the management port"),
 		cliapp.String("cni-socket", defaultCNISocket, "where the CNI plugin reaches this agent"),
@@ -55,6 +59,8 @@ func configFrom(c *cli.Context) (Config, error) {
 		UplinkIface:        c.String("uplink-interface"),
 		GatewayBridge:      c.String("gateway-bridge"),
 		PhysicalNetwork:    c.String("physical-network"),
+		OVSRunDir:          ovsRunDir(c.String("ovs-rundir"), c.String("ovs-address")),
+		GatewayResync:      c.Duration("gateway-resync"),
 		CNISocket:          c.String("cni-socket"),
 		CNIBinDir:          c.String("cni-bin-dir"),
 		CNIConfDir:         c.String("cni-conf-dir"),
@@ -77,6 +83,19 @@ func configFrom(c *cli.Context) (Config, error) {
 		return Config{}, err
 	}
 	return cfg, validate(cfg)
+}
+
+// ovsRunDir is where ovs-vswitchd's sockets are: as given, else beside a unix: database
+// socket (OVS keeps db.sock and the bridges' <bridge>.mgmt in its one run directory), else
+// the platform's default.
+func ovsRunDir(flag, ovsAddress string) string {
+	if flag != "" {
+		return flag
+	}
+	if path, ok := strings.CutPrefix(ovsAddress, "unix:"); ok && filepath.IsAbs(path) {
+		return filepath.Dir(path)
+	}
+	return defaultOVSRunDir
 }
 
 func prefixes(flag, s string) ([]netip.Prefix, error) {
@@ -109,6 +128,8 @@ func validate(c Config) error {
 		return fmt.Errorf("--datapath-type %q: must be system or netdev", c.DatapathType)
 	case c.UplinkIface != "" && c.GatewayBridge == "":
 		return fmt.Errorf("--gateway-bridge is empty but --uplink-interface is set")
+	case c.GatewayResync <= 0:
+		return fmt.Errorf("--gateway-resync %s: must be positive", c.GatewayResync)
 	case c.AnnotationTTL <= 0:
 		return fmt.Errorf("--pod-annotation-timeout %s: must be positive", c.AnnotationTTL)
 	case c.PortInstallTimeout <= 0:

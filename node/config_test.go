@@ -46,6 +46,7 @@ func TestNodeConfigRejectsBadInput(t *testing.T) {
 		{[]string{"--mtu", "100"}, "mtu"},
 		{[]string{"--encap-ip", "300.1.1.1"}, "encap-ip"},
 		{[]string{"--node-name", ""}, "node-name"},
+		{[]string{"--gateway-resync", "0s"}, "gateway-resync"},
 	} {
 		if _, err := parse(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: got %v, want an error about %q", tc.args, err, tc.want)

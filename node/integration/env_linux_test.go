@@ -42,6 +42,8 @@ type env struct {
 	kube    *harness.Kube
 	client  kubernetes.Interface
 	nodes   []*node
+	// gatewayResync is the agents' --gateway-resync; zero leaves the default.
+	gatewayResync time.Duration
 }
 
 // node is a harness node running ovnt-node.
@@ -171,7 +173,7 @@ func (e *env) ensureNamespace(ctx context.Context, ns string) {
 
 // agentArgs are the flags of n's ovnt-node.
 func (e *env) agentArgs(n *node) []string {
-	return []string{
+	args := []string{
 		"--node-name", n.Name,
 		"--kubeconfig", n.kubecfg,
 		"--sb-address", e.central.SBRemote,
@@ -187,7 +189,12 @@ func (e *env) agentArgs(n *node) []string {
 		"--pod-annotation-timeout", annotationTimeout.String(),
 		"--port-install-timeout", "10s",
 		"--log-level", "1",
+		// No --ovs-rundir: the agent finds br-phy.mgmt beside --ovs-address's db.sock.
 	}
+	if e.gatewayResync > 0 {
+		args = append(args, "--gateway-resync", e.gatewayResync.String())
+	}
+	return args
 }
 
 // startAgent runs ovnt-node in n's namespace and waits until it serves CNI and has

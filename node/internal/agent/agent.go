@@ -22,9 +22,10 @@ import (
 )
 
 // Run is the agent's life: chassis first (ovn-controller can start while the rest comes
-// up), then the API server, then the CNI socket, and the plugin is installed last, so a
-// runtime that finds the configuration finds an agent answering behind it. It returns nil
-// when ctx ends; pods keep their interfaces and ports across a restart.
+// up) and the gateway bridge's flows, then the API server, then the CNI socket, and the
+// plugin is installed last, so a runtime that finds the configuration finds an agent
+// answering behind it. It returns nil when ctx ends; pods keep their interfaces and ports,
+// and the gateway bridge its flows, across a restart.
 func Run(ctx context.Context, cfg Config, log logr.Logger) error {
 	start := time.Now()
 	sw, err := ovs.Connect(ctx, cfg.OVSAddress, log.WithName("ovsdb"))
@@ -33,11 +34,18 @@ func Run(ctx context.Context, cfg Config, log logr.Logger) error {
 	}
 	defer sw.Close()
 	host := hostnet.New()
-	ch, err := setupChassis(ctx, cfg, sw, host)
+	ch, addr, err := setupChassis(ctx, cfg, sw, host)
 	if err != nil {
 		return fmt.Errorf("chassis: %w", err)
 	}
 	log.Info("chassis configured", "systemID", ch.ChassisID, "nodeIP", ch.NodeIP, "took", time.Since(start).Round(time.Millisecond))
+	if cfg.UplinkIface != "" {
+		stopGateway, err := startGateway(ctx, cfg, sw, addr, log.WithName("gateway"))
+		if err != nil {
+			return fmt.Errorf("gateway bridge: %w", err)
+		}
+		defer stopGateway()
+	}
 
 	client, err := kubeClient(cfg.Kubeconfig)
 	if err != nil {

@@ -12,9 +12,9 @@ import (
 
 // setupChassis makes the node an OVN chassis: br-int, the gateway bridge with the node's
 // address, the settings ovn-controller reads, and the management port's OVS side. It returns
-// what the Node's chassis annotation says. Every step converges, so a restart changes
-// nothing.
-func setupChassis(ctx context.Context, cfg Config, sw *ovs.Switch, host hostnet.Host) (annotations.NodeChassisInfo, error) {
+// what the Node's chassis annotation says and the node's address. Every step converges, so a
+// restart changes nothing.
+func setupChassis(ctx context.Context, cfg Config, sw *ovs.Switch, host hostnet.Host) (annotations.NodeChassisInfo, hostnet.NodeAddress, error) {
 	// fail_mode=secure: until ovn-controller has installed its flows br-int drops
 	// everything instead of switching between pods. disable-in-band: ovn-controller talks
 	// OpenFlow over a unix socket, so in-band control flows have nothing to protect.
@@ -23,7 +23,7 @@ func setupChassis(ctx context.Context, cfg Config, sw *ovs.Switch, host hostnet.
 		OtherConfig: map[string]string{"disable-in-band": "true"},
 	})
 	if err != nil {
-		return annotations.NodeChassisInfo{}, err
+		return annotations.NodeChassisInfo{}, hostnet.NodeAddress{}, err
 	}
 	addr, err := host.SetupUplink(ctx, hostnet.Uplink{
 		Iface: cfg.UplinkIface, Bridge: cfg.GatewayBridge, PreferIP: cfg.EncapIP,
@@ -34,11 +34,12 @@ func setupChassis(ctx context.Context, cfg Config, sw *ovs.Switch, host hostnet.
 				Name: cfg.GatewayBridge, DatapathType: cfg.DatapathType,
 				OtherConfig: map[string]string{"hwaddr": mac.String()},
 				Uplinks:     []string{cfg.UplinkIface},
+				Protocols:   gatewayProtocols,
 			})
 		},
 	})
 	if err != nil {
-		return annotations.NodeChassisInfo{}, err
+		return annotations.NodeChassisInfo{}, hostnet.NodeAddress{}, err
 	}
 	encapIP := cfg.EncapIP
 	if !encapIP.IsValid() {
@@ -53,12 +54,12 @@ func setupChassis(ctx context.Context, cfg Config, sw *ovs.Switch, host hostnet.
 	}
 	systemID, err := sw.EnsureChassis(ctx, ch)
 	if err != nil {
-		return annotations.NodeChassisInfo{}, err
+		return annotations.NodeChassisInfo{}, hostnet.NodeAddress{}, err
 	}
 	// The management port exists from the start, so ovn-controller can bind it as soon as
 	// the master creates its logical port; its MAC and address wait for the node subnet.
 	if _, err := sw.EnsurePort(ctx, IntegrationBridge, mgmtPort(cfg, nil)); err != nil {
-		return annotations.NodeChassisInfo{}, err
+		return annotations.NodeChassisInfo{}, hostnet.NodeAddress{}, err
 	}
 	info := annotations.NodeChassisInfo{
 		ChassisID: systemID, NodeIP: addr.IP.String(), GatewayMAC: addr.MAC.String(), OS: runtime.GOOS,
@@ -66,8 +67,15 @@ func setupChassis(ctx context.Context, cfg Config, sw *ovs.Switch, host hostnet.
 	if addr.NextHop.IsValid() {
 		info.NextHop = addr.NextHop.String()
 	}
-	return info, info.Validate()
+	return info, addr, info.Validate()
 }
+
+// gatewayProtocols are the OpenFlow versions the gateway bridge must allow: 1.4 for the
+// agent's atomic flow syncs (1.3 would do, without atomicity), 1.0 for an operator's plain
+// `ovs-ofctl dump-flows`. They are written rather than left to an empty column, whose
+// meaning depends on the OVS release (older ones enable 1.0 to 1.3 only); versions an
+// operator added are kept.
+var gatewayProtocols = []string{"OpenFlow10", "OpenFlow13", "OpenFlow14"}
 
 // MgmtIfName is the management port's device and OVS port name: its logical port's name,
 // k8s-<node>, cut to the 15 characters a Linux interface name may have (one per node, so a

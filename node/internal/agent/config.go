@@ -29,6 +29,12 @@ type Config struct {
 	UplinkIface     string
 	GatewayBridge   string
 	PhysicalNetwork string
+	// OVSRunDir is where ovs-vswitchd makes its sockets: the agent programs the gateway
+	// bridge through <OVSRunDir>/<GatewayBridge>.mgmt.
+	OVSRunDir string
+	// GatewayResync is how often the gateway bridge's flows are read back and restored
+	// even when nothing changed in the database.
+	GatewayResync time.Duration
 
 	// ClusterCIDRs and ServiceCIDRs are routed from the node through the management port.
 	ClusterCIDRs []netip.Prefix

@@ -26,6 +26,9 @@ type Bridge struct {
 	LocalMTU int
 	// Uplinks are existing network devices the bridge must hold as ports.
 	Uplinks []string
+	// Protocols are OpenFlow versions ("OpenFlow13") the bridge must allow; versions
+	// already in the column are kept. Empty leaves the column alone.
+	Protocols []string
 }
 
 // EnsureBridge creates the bridge, with its internal interface and b.Uplinks as ports, or
@@ -62,7 +65,7 @@ func (s *Switch) createBridge(ctx context.Context, b Bridge) error {
 	}
 	port := &vswitchd.Port{UUID: "local_port", Name: b.Name, Interfaces: []string{iface.UUID}}
 	br := &vswitchd.Bridge{UUID: "new_bridge", Name: b.Name, Ports: []string{port.UUID},
-		DatapathType: b.DatapathType, OtherConfig: b.OtherConfig}
+		DatapathType: b.DatapathType, OtherConfig: b.OtherConfig, Protocols: b.Protocols}
 	if b.FailMode != "" {
 		br.FailMode = &b.FailMode
 	}
@@ -105,14 +108,33 @@ func (s *Switch) updateBridge(ctx context.Context, have *vswitchd.Bridge, b Brid
 		}
 		ops = append(ops, mut...)
 	}
+	if add := missingItems(have.Protocols, b.Protocols); len(add) > 0 {
+		mut, err := s.c.Where(have).Mutate(have, model.Mutation{Field: &have.Protocols, Mutator: libovsdb.MutateOperationInsert, Value: add})
+		if err != nil {
+			return err
+		}
+		ops = append(ops, mut...)
+	}
 	if len(ops) == 0 {
 		return nil
 	}
 	return s.transact(ctx, "updating bridge "+b.Name, func() bool {
 		now, err := s.bridge(ctx, b.Name)
 		return err == nil && now.DatapathType == b.DatapathType && hasAll(now.OtherConfig, b.OtherConfig) &&
-			(b.FailMode == "" || (now.FailMode != nil && *now.FailMode == b.FailMode))
+			(b.FailMode == "" || (now.FailMode != nil && *now.FailMode == b.FailMode)) &&
+			len(missingItems(now.Protocols, b.Protocols)) == 0
 	}, ops...)
+}
+
+// missingItems returns the items of want that have lacks.
+func missingItems(have, want []string) []string {
+	var out []string
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // bridge returns the cached bridge called name, or client.ErrNotFound.

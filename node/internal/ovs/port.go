@@ -148,6 +148,9 @@ type Interface struct {
 	ExternalIDs map[string]string
 	MAC         string // requested MAC ("" if none)
 	Error       string // why OVS could not open the device, if it could not
+	// OFPort is the OpenFlow port number ovs-vswitchd assigned: 0 while it has not (yet),
+	// -1 if it could not add the interface.
+	OFPort int
 }
 
 // Installed reports whether ovn-controller has bound the interface and installed its flows.
@@ -160,6 +163,9 @@ func fromModel(m *vswitchd.Interface) Interface {
 	}
 	if m.Error != nil {
 		i.Error = *m.Error
+	}
+	if m.Ofport != nil {
+		i.OFPort = *m.Ofport
 	}
 	return i
 }
@@ -186,6 +192,40 @@ func (s *Switch) InterfacesWith(ctx context.Context, key string) ([]Interface, e
 	out := make([]Interface, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, fromModel(r))
+	}
+	return out, nil
+}
+
+// BridgePort is a cached port of a bridge, with its interfaces.
+type BridgePort struct {
+	Name string
+	// ExternalIDs of the Port row: where ovn-controller marks the patch ports it makes
+	// (ovn-localnet-port, ovn-l3gateway-port, ...), unlike the Interface rows.
+	ExternalIDs map[string]string
+	Interfaces  []Interface
+}
+
+// BridgePorts returns the cached ports of bridge, its own internal port included, or
+// client.ErrNotFound (wrapped) if there is no such bridge.
+func (s *Switch) BridgePorts(ctx context.Context, bridge string) ([]BridgePort, error) {
+	br, err := s.bridge(ctx, bridge)
+	if err != nil {
+		return nil, fmt.Errorf("bridge %s: %w", bridge, err)
+	}
+	out := make([]BridgePort, 0, len(br.Ports))
+	for _, pu := range br.Ports {
+		port := &vswitchd.Port{UUID: pu}
+		if err := s.c.Get(ctx, port); err != nil {
+			continue // a reference the cache has not caught up with
+		}
+		bp := BridgePort{Name: port.Name, ExternalIDs: cloneMap(port.ExternalIDs)}
+		for _, iu := range port.Interfaces {
+			m := &vswitchd.Interface{UUID: iu}
+			if err := s.c.Get(ctx, m); err == nil {
+				bp.Interfaces = append(bp.Interfaces, fromModel(m))
+			}
+		}
+		out = append(out, bp)
 	}
 	return out, nil
 }

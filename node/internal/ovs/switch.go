@@ -39,11 +39,12 @@ func Connect(ctx context.Context, remote string, logger logr.Logger) (*Switch, e
 		iface  vswitchd.Interface
 		tables = []ovsdb.Table{
 			{Model: &ovs, Fields: []interface{}{&ovs.Bridges, &ovs.ExternalIDs}},
-			{Model: &br, Fields: []interface{}{&br.Name, &br.Ports, &br.DatapathType, &br.FailMode, &br.OtherConfig}},
-			{Model: &port, Fields: []interface{}{&port.Name, &port.Interfaces}},
+			{Model: &br, Fields: []interface{}{&br.Name, &br.Ports, &br.DatapathType, &br.FailMode, &br.OtherConfig, &br.Protocols}},
+			{Model: &port, Fields: []interface{}{&port.Name, &port.Interfaces, &port.ExternalIDs}},
 			// Not the statistics: ovs-vswitchd rewrites them every few seconds, and every
-			// change wakes up every waiter.
-			{Model: &iface, Fields: []interface{}{&iface.Name, &iface.Type, &iface.ExternalIDs, &iface.MAC, &iface.MTURequest, &iface.Error}},
+			// change wakes up every waiter. ofport, which the gateway's rules name ports by,
+			// is written when ovs-vswitchd adds the port (a restart usually keeps it).
+			{Model: &iface, Fields: []interface{}{&iface.Name, &iface.Type, &iface.ExternalIDs, &iface.MAC, &iface.MTURequest, &iface.Error, &iface.Ofport}},
 		}
 	)
 	dbModel, err := vswitchd.FullDatabaseModel()
@@ -62,6 +63,24 @@ func Connect(ctx context.Context, remote string, logger logr.Logger) (*Switch, e
 		DeleteFunc: func(table string, _ model.Model) { notify(table) },
 	})
 	return s, nil
+}
+
+// OnPortChange registers fn to be called after every change the cache sees in the Bridge,
+// Port or Interface table, the rows a refill after a reconnection adds included (rows that
+// went away meanwhile are purged without an event: callers re-read the cache periodically).
+// fn runs on the cache's event goroutine and must not block; it should only enqueue work.
+func (s *Switch) OnPortChange(fn func()) {
+	onTable := func(table string) {
+		switch table {
+		case vswitchd.BridgeTable, vswitchd.PortTable, vswitchd.InterfaceTable:
+			fn()
+		}
+	}
+	s.c.Cache().AddEventHandler(&cache.EventHandlerFuncs{
+		AddFunc:    func(table string, _ model.Model) { onTable(table) },
+		UpdateFunc: func(table string, _, _ model.Model) { onTable(table) },
+		DeleteFunc: func(table string, _ model.Model) { onTable(table) },
+	})
 }
 
 // Close disconnects; call it at shutdown only.

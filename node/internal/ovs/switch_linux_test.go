@@ -2,9 +2,11 @@ package ovs
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -152,5 +154,50 @@ func seen(t *testing.T, sw *Switch, cond func() bool) {
 	defer cancel()
 	if err := sw.Wait(ctx, "the cache", func() (bool, error) { return cond(), nil }); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestBridgeProtocolsAndPorts(t *testing.T) {
+	remote, vsctl := startDB(t)
+	sw := connect(t, remote)
+	ctx := context.Background()
+	want := []string{"OpenFlow10", "OpenFlow13", "OpenFlow14"}
+	if err := sw.EnsureBridge(ctx, Bridge{Name: "br-phy", DatapathType: "netdev", Protocols: want}); err != nil {
+		t.Fatal(err)
+	}
+	if got := vsctl("get", "Bridge", "br-phy", "protocols"); got != "[OpenFlow10, OpenFlow13, OpenFlow14]" {
+		t.Errorf("new bridge: protocols %s", got)
+	}
+	// An operator's restriction keeps its versions and gains the ones the agent needs.
+	vsctl("add-br", "br-op", "--", "set", "Bridge", "br-op", "protocols=OpenFlow15")
+	seen(t, sw, func() bool { _, err := sw.bridge(ctx, "br-op"); return err == nil })
+	for range 2 {
+		if err := sw.EnsureBridge(ctx, Bridge{Name: "br-op", Protocols: want}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := vsctl("get", "Bridge", "br-op", "protocols"); got != "[OpenFlow10, OpenFlow13, OpenFlow14, OpenFlow15]" {
+		t.Errorf("existing bridge: protocols %s", got)
+	}
+
+	vsctl("add-port", "br-phy", "eth0", "--", "add-port", "br-phy", "patch-x",
+		"--", "set", "Interface", "patch-x", "type=patch", "--", "set", "Port", "patch-x", "external_ids:ovn-localnet-port=breth0_n1")
+	seen(t, sw, func() bool {
+		ps, err := sw.BridgePorts(ctx, "br-phy")
+		return err == nil && len(ps) == 3
+	})
+	ps, _ := sw.BridgePorts(ctx, "br-phy")
+	var names []string
+	for _, p := range ps {
+		for _, i := range p.Interfaces {
+			names = append(names, fmt.Sprintf("%s%v/%s/%s", p.Name, p.ExternalIDs, i.Name, i.Type))
+		}
+	}
+	slices.Sort(names)
+	if got := strings.Join(names, " "); got != "br-phymap[]/br-phy/internal eth0map[]/eth0/ patch-xmap[ovn-localnet-port:breth0_n1]/patch-x/patch" {
+		t.Errorf("ports of br-phy: %s", got)
+	}
+	if _, err := sw.BridgePorts(ctx, "br-none"); err == nil {
+		t.Error("interfaces of a bridge that does not exist")
 	}
 }
