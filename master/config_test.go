@@ -8,21 +8,20 @@ import (
 	"testing"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/ovn-transparent/ovn-transparent/internal/cliapp/cliapptest"
 )
 
 // parse runs the app's flag handling (config file, environment, command line) and returns
-// the configuration its action saw.
+// the configuration its action would see.
 func parse(t *testing.T, args ...string) (Config, error) {
 	t.Helper()
-	app := newApp()
 	var got Config
-	app.Action = func(c *cli.Context) error {
+	err := cliapptest.Run(newApp(), args, func(c *cli.Context) error {
 		var err error
 		got, err = configFrom(c)
 		return err
-	}
-	app.Writer, app.ErrWriter = &bytes.Buffer{}, &bytes.Buffer{}
-	err := app.Run(append([]string{"ovnt-master"}, args...))
+	})
 	return got, err
 }
 

@@ -49,7 +49,7 @@ func TestChassisRegistration(t *testing.T) {
 	want := map[string]string{"node1": "geneve " + n1.IP, "chassis-two": "geneve " + n2.IP}
 	err = harness.WaitFor(ctx, "both chassis in the SB", 100*time.Millisecond, func() (bool, error) {
 		show, err := e.central.SBCtl(ctx, "show")
-		got := chassisEncaps(show)
+		got := harness.ChassisEncaps(show)
 		for ch, enc := range want {
 			if len(got[ch]) != 1 || got[ch][0] != enc {
 				return false, err
@@ -161,31 +161,6 @@ func snapshot(ctx context.Context, t *testing.T, e *env, n *node) string {
 		t.Fatal(err)
 	}
 	return strings.Join(append(parts, node.Annotations[annotations.NodeChassisKey]), "\n")
-}
-
-// chassisEncaps parses `ovn-sbctl show` into chassis name -> ["<type> <ip>", ...].
-func chassisEncaps(show string) map[string][]string {
-	res := map[string][]string{}
-	var chassis, encap string
-	for _, line := range strings.Split(show, "\n") {
-		f := strings.Fields(line)
-		if len(f) != 2 {
-			continue
-		}
-		switch f[0] {
-		case "Chassis":
-			chassis, encap = strings.Trim(f[1], `"`), ""
-			res[chassis] = nil
-		case "Encap":
-			encap = f[1]
-		case "ip:":
-			if chassis != "" && encap != "" {
-				res[chassis] = append(res[chassis], encap+" "+strings.Trim(f[1], `"`))
-				encap = ""
-			}
-		}
-	}
-	return res
 }
 
 // checkManagementPort checks the management port: an internal port bound to k8s-<node>,

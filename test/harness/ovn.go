@@ -291,3 +291,29 @@ func daemonLogTail(r *Run, name string, n int) string {
 	}
 	return b.String()
 }
+
+// ChassisEncaps reads `ovn-sbctl show` output into chassis name -> its encaps as
+// "<type> <ip>" (e.g. "geneve 172.18.0.1"): what an operator checks to see a node joined.
+func ChassisEncaps(show string) map[string][]string {
+	res := map[string][]string{}
+	var chassis, encap string
+	for _, line := range strings.Split(show, "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			continue
+		}
+		switch f[0] {
+		case "Chassis":
+			chassis, encap = strings.Trim(f[1], `"`), ""
+			res[chassis] = nil
+		case "Encap":
+			encap = f[1]
+		case "ip:":
+			if chassis != "" && encap != "" {
+				res[chassis] = append(res[chassis], encap+" "+strings.Trim(f[1], `"`))
+				encap = ""
+			}
+		}
+	}
+	return res
+}

@@ -69,31 +69,6 @@ func startNodes(ctx context.Context, t *testing.T, r *Run, names ...string) []*N
 	return nodes
 }
 
-// chassisEncaps parses `ovn-sbctl show` into chassis name -> ["<type> <ip>", ...].
-func chassisEncaps(show string) map[string][]string {
-	res := map[string][]string{}
-	var chassis, encap string
-	for _, line := range strings.Split(show, "\n") {
-		f := strings.Fields(line)
-		if len(f) != 2 {
-			continue
-		}
-		switch f[0] {
-		case "Chassis":
-			chassis, encap = strings.Trim(f[1], `"`), ""
-			res[chassis] = nil
-		case "Encap":
-			encap = f[1]
-		case "ip:":
-			if chassis != "" && encap != "" {
-				res[chassis] = append(res[chassis], encap+" "+strings.Trim(f[1], `"`))
-				encap = ""
-			}
-		}
-	}
-	return res
-}
-
 // markedPids lists the processes that carry run id's marker.
 func markedPids(id string) []string {
 	var pids []string
@@ -136,7 +111,7 @@ func TestTwoNodesRegisterChassis(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := chassisEncaps(show)
+	got := ChassisEncaps(show)
 	for i, n := range nodes {
 		if want := fmt.Sprintf("172.18.0.%d", i+1); n.IP != want {
 			t.Errorf("%s has IP %s, want %s", n.Name, n.IP, want)
@@ -180,7 +155,7 @@ func TestTwoNodesRegisterChassis(t *testing.T) {
 	if out, err := Exec(ctx, r.Name("ul"), "ip", "-o", "link", "show", "master", underlayBridge); err != nil || strings.Contains(out, nodes[1].ulPort+"@") {
 		t.Errorf("underlay port of stopped node2 still on the bridge: %v\n%s", err, out)
 	}
-	if show, err := c.SBCtl(ctx, "show"); err != nil || chassisEncaps(show)["node2"] == nil {
+	if show, err := c.SBCtl(ctx, "show"); err != nil || ChassisEncaps(show)["node2"] == nil {
 		t.Errorf("chassis node2 left the SB when its node stopped: %v\n%s", err, show)
 	}
 	again, err := r.StartNode(ctx, "node2", NodeOptions{})
