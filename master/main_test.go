@@ -22,16 +22,7 @@ func TestRunFailsOver(t *testing.T) {
 	harness.Require(t, "ovsdb-server", "ovn-northd", "ovn-nbctl", "etcd")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	r, err := harness.NewRun(harness.Options{Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if t.Failed() {
-			r.MarkFailed()
-		}
-		r.Close()
-	}()
+	r := harness.NewTestRun(t)
 	central, err := r.StartOVNCentral(ctx)
 	if err != nil {
 		t.Fatal(err)

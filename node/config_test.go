@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/urfave/cli/v2"
-
 	"github.com/ovn-transparent/ovn-transparent/internal/cliapp/cliapptest"
 )
 
@@ -15,13 +13,7 @@ import (
 // the configuration its action would see.
 func parse(t *testing.T, args ...string) (Config, error) {
 	t.Helper()
-	var got Config
-	err := cliapptest.Run(newApp(), args, func(c *cli.Context) error {
-		var err error
-		got, err = configFrom(c)
-		return err
-	})
-	return got, err
+	return cliapptest.Parse(newApp(), args, configFrom)
 }
 
 func TestNodeConfigSources(t *testing.T) {

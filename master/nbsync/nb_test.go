@@ -27,16 +27,7 @@ func TestPlansAgainstARealNB(t *testing.T) {
 	harness.Require(t, "ovsdb-server", "ovn-northd", "ovn-nbctl")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r, err := harness.NewRun(harness.Options{Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if t.Failed() {
-			r.MarkFailed()
-		}
-		r.Close()
-	}()
+	r := harness.NewTestRun(t)
 	central, err := r.StartOVNCentral(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -19,18 +19,7 @@ func TestGeneratedModelsWriteToRealNB(t *testing.T) {
 	Require(t, "ovsdb-server", "ovn-northd", "ovn-nbctl", "ovn-sbctl")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r, err := NewRun(Options{Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if t.Failed() {
-			r.MarkFailed()
-		}
-		if err := r.Close(); err != nil {
-			t.Error(err)
-		}
-	}()
+	r := NewTestRun(t)
 	central, err := r.StartOVNCentral(ctx)
 	if err != nil {
 		t.Fatal(err)

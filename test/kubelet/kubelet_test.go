@@ -44,16 +44,7 @@ func TestKubelet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := harness.NewRun(harness.Options{Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if t.Failed() {
-			r.MarkFailed()
-		}
-		r.Close()
-	}()
+	r := harness.NewTestRun(t)
 	kube, err := r.StartKube(ctx, harness.KubeOptions{})
 	if err != nil {
 		t.Fatal(err)

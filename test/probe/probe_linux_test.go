@@ -35,16 +35,7 @@ func buildWorkload(t *testing.T) string {
 func TestWorkloadAnswers(t *testing.T) {
 	harness.Require(t, "ip", "go")
 	bin := buildWorkload(t)
-	r, err := harness.NewRun(harness.Options{Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if t.Failed() {
-			r.MarkFailed()
-		}
-		r.Close()
-	}()
+	r := harness.NewTestRun(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 

@@ -16,3 +16,15 @@ func Run(app *cli.App, args []string, read func(*cli.Context) error) error {
 	app.Writer, app.ErrWriter = &bytes.Buffer{}, &bytes.Buffer{}
 	return app.Run(append([]string{app.Name}, args...))
 }
+
+// Parse is Run for the common case: read turns the parsed flags into a configuration, which
+// Parse returns with read's error.
+func Parse[T any](app *cli.App, args []string, read func(*cli.Context) (T, error)) (T, error) {
+	var got T
+	err := Run(app, args, func(c *cli.Context) error {
+		var err error
+		got, err = read(c)
+		return err
+	})
+	return got, err
+}
