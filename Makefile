@@ -40,8 +40,10 @@ lint:
 deps:
 	bash hack/install-deps.sh
 
+# Also links kubectl into $(BIN), for use against the sandbox.
 kube-binaries:
-	$(GO) run ./test/cmd/kube-binaries
+	@mkdir -p $(BIN)
+	dir=$$($(GO) run ./test/cmd/kube-binaries) && ln -sf "$$dir/kubectl" $(BIN)/kubectl
 
 # The end-to-end tests run the binaries just built (OVNT_BIN_DIR) instead of building their own.
 test: deps lint build build-windows kube-binaries

@@ -73,6 +73,14 @@ func TestKubeControlPlane(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The kubectl built beside the control plane works with the run's kubeconfig.
+	binDir, err := EnsureKubeBinaries(ctx, KubeVersion, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := Exec(ctx, "", filepath.Join(binDir, "kubectl"), "--kubeconfig", k.Kubeconfig, "get", "node", "node-a", "-o", "name"); err != nil || strings.TrimSpace(out) != "node/node-a" {
+		t.Errorf("kubectl get node: %q, %v", out, err)
+	}
 	resources := corev1.ResourceList{
 		corev1.ResourceCPU:    resource.MustParse("4"),
 		corev1.ResourceMemory: resource.MustParse("8Gi"),

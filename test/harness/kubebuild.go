@@ -25,8 +25,9 @@ import (
 // the controller-manager and scheduler need only for releases that recent.
 const KubeVersion = "v1.34.4"
 
-// kubeCommands are the binaries EnsureKubeBinaries builds, by their k8s.io/kubernetes/cmd name.
-var kubeCommands = []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"}
+// kubeCommands are the binaries EnsureKubeBinaries builds, by their k8s.io/kubernetes/cmd name;
+// kubectl is for the people using the sandbox.
+var kubeCommands = []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"}
 
 // stampName marks a complete bin directory. It is written last into the temporary directory
 // that is then renamed into place, so a bin directory with a stamp is always whole.

@@ -189,7 +189,7 @@ func show(ctx context.Context, s state) error {
 		fmt.Printf("\n$ %s show\n%s", cmd[0], out)
 	}
 	connectivity(ctx, s)
-	fmt.Printf("\nkubectl --kubeconfig %s get pods -A -o wide\n", s.Kubeconfig)
+	fmt.Printf("\n_output/bin/kubectl --kubeconfig %s get pods -A -o wide\n", s.Kubeconfig)
 	fmt.Println("_output/bin/ovnt-sandbox exec demo-client/client -- ip addr")
 	fmt.Println("stop it with: make sandbox-down")
 	return nil
