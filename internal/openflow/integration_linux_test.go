@@ -17,21 +17,10 @@ import (
 	"time"
 
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
+	"github.com/ovn-transparent/ovn-transparent/test/recipe"
 )
 
 const gwCookie = 0x6f76_6e74_0001 // "ovnt" + 1: the gateway's br-phy rules
-
-var cookieRE = regexp.MustCompile(`^cookie=0x[0-9a-f]+, `)
-
-// stripCookies drops the cookie field ovs-ofctl prints for non-zero cookies and sorts.
-func stripCookies(lines []string) []string {
-	out := make([]string, len(lines))
-	for i, l := range lines {
-		out[i] = cookieRE.ReplaceAllString(l, "")
-	}
-	slices.Sort(out)
-	return out
-}
 
 // TestBrPhyAgainstOVS drives one real ovs-vswitchd through the life of a node's br-phy
 // rules. The subtests run in order and build on each other.
@@ -49,13 +38,13 @@ func TestBrPhyAgainstOVS(t *testing.T) {
 		t.Fatal(err)
 	}
 	n.ofctl("--bundle", "replace-flows", "br-ref", ref)
-	refLines := stripCookies(n.dumpFlows("br-ref"))
+	refLines := recipe.StripCookies(n.dumpFlows("br-ref"))
 
 	t.Cleanup(func() { checkVswitchdLog(t, n) })
 	c := n.client(Options{})
 	checkInstalled := func(t *testing.T, what string) {
 		t.Helper()
-		if got := stripCookies(n.dumpFlows("br-phy", fmt.Sprintf("cookie=%#x/-1", gwCookie))); !slices.Equal(got, refLines) {
+		if got := recipe.StripCookies(n.dumpFlows("br-phy", fmt.Sprintf("cookie=%#x/-1", gwCookie))); !slices.Equal(got, refLines) {
 			t.Errorf("%s: br-phy flows differ from ovs-ofctl's for the recipe text:\n got:\n  %s\nwant:\n  %s",
 				what, strings.Join(got, "\n  "), strings.Join(refLines, "\n  "))
 		}

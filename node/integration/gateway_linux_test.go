@@ -20,6 +20,7 @@ import (
 	"github.com/ovn-transparent/ovn-transparent/internal/annotations"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 	"github.com/ovn-transparent/ovn-transparent/test/probe"
+	"github.com/ovn-transparent/ovn-transparent/test/recipe"
 )
 
 // gwCookie is gateway.Cookie as ovs-ofctl filters on it.
@@ -78,7 +79,7 @@ func TestSharedGateway(t *testing.T) {
 	for _, n := range e.nodes {
 		patch[n] = waitPatchPort(ctx, t, n)
 		up := ofport(ctx, t, n, "eth0")
-		want := refFlows(ctx, t, n, recipeText(up, patch[n], gws[n]))
+		want := refFlows(ctx, t, n, recipe.BrPhy(up, patch[n], gws[n].mac, netip.Addr{}, nil))
 		waitBrPhy(ctx, t, n, "the recipe's rules", func(got []string) bool { return slices.Equal(got, want) })
 	}
 	t.Logf("timing: gateway routers created -> patch ports and both nodes' rules in place: %v", time.Since(tg).Round(time.Millisecond))
@@ -233,7 +234,7 @@ func TestSharedGateway(t *testing.T) {
 		// client reconnects and installs the set again (new port numbers, if any, come
 		// through the database).
 		upPort, patchPort := ofport(ctx, t, n1, "eth0"), waitPatchPort(ctx, t, n1)
-		if want2 := refFlows(ctx, t, n1, recipeText(upPort, patchPort, gws[n1])); !slices.Equal(want2, want) {
+		if want2 := refFlows(ctx, t, n1, recipe.BrPhy(upPort, patchPort, gws[n1].mac, netip.Addr{}, nil)); !slices.Equal(want2, want) {
 			t.Logf("port numbers changed over the restart (uplink %d, patch %d)", upPort, patchPort)
 			want = want2
 		}
@@ -254,7 +255,7 @@ func TestSharedGateway(t *testing.T) {
 		if _, err := n2.VSCtl(ctx, "set", "Interface", "eth0", "ofport_request=7"); err != nil {
 			t.Fatal(err)
 		}
-		want := refFlows(ctx, t, n2, recipeText(7, patch[n2], gws[n2]))
+		want := refFlows(ctx, t, n2, recipe.BrPhy(7, patch[n2], gws[n2].mac, netip.Addr{}, nil))
 		waitBrPhy(ctx, t, n2, "rules for uplink port 7", func(got []string) bool { return slices.Equal(got, want) })
 		t.Logf("timing: uplink renumbered -> rules follow in %v", time.Since(tr).Round(time.Millisecond))
 		expectPeer(ctx, t, "pod b -> external host, uplink renumbered", b.netns, extAddr, "ext", n2.IP)
@@ -279,7 +280,7 @@ func TestSharedGateway(t *testing.T) {
 			t.Fatal(err)
 		}
 		p := waitPatchPort(ctx, t, n2)
-		want = refFlows(ctx, t, n2, recipeText(7, p, gws[n2]))
+		want = refFlows(ctx, t, n2, recipe.BrPhy(7, p, gws[n2].mac, netip.Addr{}, nil))
 		waitBrPhy(ctx, t, n2, "the recipe's rules with the new patch port", func(got []string) bool { return slices.Equal(got, want) })
 		t.Logf("timing: localnet port back -> patch port %d and rules in %v", p, time.Since(tl).Round(time.Millisecond))
 		waitFor(ctx, t, "pod b -> external host with the patch port back", 30*time.Second, func() error {
@@ -362,36 +363,12 @@ func masterGateways(ctx context.Context, t *testing.T, e *env) map[*node]gateway
 	return gws
 }
 
-// recipeText is ovn-gateway.sh's brphy_flows for a node without node ports.
-func recipeText(phys, patch int, gw gateway) []string {
-	s := func(format string, args ...any) string { return fmt.Sprintf(format, args...) }
-	mac := gw.mac
-	return []string{
-		s("priority=205,in_port=%d,dl_dst=%s,udp,tp_dst=6081,actions=LOCAL", phys, mac),
-		s("priority=200,in_port=%d,udp,tp_dst=6081,actions=NORMAL", phys),
-		s("priority=200,in_port=LOCAL,udp,tp_dst=6081,actions=output:%d", phys),
-		s("priority=100,in_port=%d,dl_src=%s,ip,actions=ct(commit,zone=64000,exec(set_field:0x1->ct_mark)),output:%d", patch, mac, phys),
-		s("priority=100,in_port=LOCAL,ip,actions=ct(commit,zone=64000,exec(set_field:0x2->ct_mark)),output:%d", phys),
-		s("priority=50,in_port=%d,ip,actions=ct(zone=64000,table=1)", phys),
-		s("priority=10,in_port=%d,dl_dst=%s,actions=output:%d,LOCAL", phys, mac, patch),
-		s("priority=10,in_port=%d,dl_src=%s,actions=NORMAL", patch, mac),
-		s("priority=9,in_port=%d,actions=drop", patch),
-		"priority=0,actions=NORMAL",
-		s("table=1,priority=100,ip,ct_state=+trk+est,ct_mark=0x1,actions=output:%d", patch),
-		s("table=1,priority=100,ip,ct_state=+trk+rel,ct_mark=0x1,actions=output:%d", patch),
-		"table=1,priority=100,ip,ct_state=+trk+est,ct_mark=0x2,actions=LOCAL",
-		"table=1,priority=100,ip,ct_state=+trk+rel,ct_mark=0x2,actions=LOCAL",
-		s("table=1,priority=10,dl_dst=%s,actions=LOCAL", mac),
-		"table=1,priority=0,actions=NORMAL",
-	}
-}
-
 // hostOnlyText is the recipe's rules without the gateway router: those that name the patch
 // port dropped, and what arrives for the shared MAC (not IP) goes to LOCAL alone.
 func hostOnlyText(phys int, mac string) []string {
 	const patch = 65000 // a number no rule uses otherwise
 	var out []string
-	for _, l := range recipeText(phys, patch, gateway{mac: mac}) {
+	for _, l := range recipe.BrPhy(phys, patch, mac, netip.Addr{}, nil) {
 		switch {
 		case strings.Contains(l, fmt.Sprintf("actions=output:%d,LOCAL", patch)):
 			out = append(out, strings.Replace(l, fmt.Sprintf("output:%d,", patch), "", 1))
@@ -414,26 +391,14 @@ func refFlows(ctx context.Context, t *testing.T, n *node, text []string) []strin
 		t.Fatal(err)
 	}
 	ofctl(ctx, t, n, "--bundle", "replace-flows", "br-ref", f)
-	return stripCookies(ofctlLines(ctx, t, n, "dump-flows", "br-ref", "--no-stats"))
-}
-
-var cookieRE = regexp.MustCompile(`^cookie=0x[0-9a-f]+, `)
-
-// stripCookies drops the cookie ovs-ofctl prints for non-zero cookies, and sorts.
-func stripCookies(lines []string) []string {
-	out := make([]string, len(lines))
-	for i, l := range lines {
-		out[i] = cookieRE.ReplaceAllString(l, "")
-	}
-	slices.Sort(out)
-	return out
+	return recipe.StripCookies(ofctlLines(ctx, t, n, "dump-flows", "br-ref", "--no-stats"))
 }
 
 // brPhy is br-phy's flows, all of them (an empty bridge would show its cookie-0 NORMAL),
 // without statistics and cookies, sorted.
 func brPhy(ctx context.Context, t *testing.T, n *node) []string {
 	t.Helper()
-	return stripCookies(ofctlLines(ctx, t, n, "dump-flows", "br-phy", "--no-stats"))
+	return recipe.StripCookies(ofctlLines(ctx, t, n, "dump-flows", "br-phy", "--no-stats"))
 }
 
 // waitBrPhy polls br-phy's flows every 50 ms until ok accepts them, for up to 30 s.
@@ -447,7 +412,7 @@ func waitBrPhy(ctx context.Context, t *testing.T, n *node, what string, ok func(
 		if err != nil {
 			return false, err
 		}
-		last = stripCookies(flowLines(out))
+		last = recipe.StripCookies(flowLines(out))
 		return ok(last), nil
 	})
 	if err != nil {
