@@ -26,6 +26,21 @@ type NetConf struct {
 	types.PluginConf
 	// Socket is where the plugin reaches the node agent; empty means the platform's default.
 	Socket string `json:"socket,omitempty"`
+	// RuntimeConfig holds what the runtime passes for the capabilities the plugin declares:
+	// "dns", the pod's resolver, which Windows pods get from their HNS endpoint.
+	RuntimeConfig RuntimeConfig `json:"runtimeConfig,omitempty"`
+}
+
+// RuntimeConfig is the part of the runtime's runtimeConfig the plugin reads.
+type RuntimeConfig struct {
+	DNS *RuntimeDNS `json:"dns,omitempty"`
+}
+
+// RuntimeDNS is the "dns" capability: the servers and the pod namespace's search list.
+type RuntimeDNS struct {
+	Servers  []string `json:"servers,omitempty"`
+	Searches []string `json:"searches,omitempty"`
+	Options  []string `json:"options,omitempty"`
 }
 
 // ParseNetConf decodes the configuration the runtime passed on stdin.
@@ -43,12 +58,15 @@ func ConfList(socket string) ([]byte, error) {
 	type plugin struct {
 		Type   string `json:"type"`
 		Socket string `json:"socket"`
+		// dns: kubelet's resolver settings reach the plugin (used on Windows, where the
+		// pod's resolver is its HNS endpoint's).
+		Capabilities map[string]bool `json:"capabilities"`
 	}
 	list := struct {
 		CNIVersion string   `json:"cniVersion"`
 		Name       string   `json:"name"`
 		Plugins    []plugin `json:"plugins"`
-	}{"1.1.0", NetworkName, []plugin{{PluginType, socket}}}
+	}{"1.1.0", NetworkName, []plugin{{PluginType, socket, map[string]bool{"dns": true}}}}
 	b, err := json.MarshalIndent(list, "", "  ")
 	if err != nil {
 		return nil, err

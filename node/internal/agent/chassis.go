@@ -37,6 +37,10 @@ func setupChassis(ctx context.Context, cfg Config, sw *ovs.Switch, host hostnet.
 				Protocols:   gatewayProtocols,
 			})
 		},
+		AttachHostPort: func(ctx context.Context, name string) error {
+			_, err := sw.EnsurePort(ctx, cfg.GatewayBridge, ovs.Port{Name: name, Type: "internal"})
+			return err
+		},
 	})
 	if err != nil {
 		return annotations.NodeChassisInfo{}, hostnet.NodeAddress{}, err

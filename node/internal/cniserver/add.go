@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/containernetworking/cni/pkg/types"
@@ -46,6 +47,9 @@ func (s *Server) add(ctx context.Context, req cni.Request, conf cni.NetConf) ([]
 		return nil, fail(err)
 	}
 	p := s.podInterface(req, pn)
+	if d := conf.RuntimeConfig.DNS; d != nil {
+		p.DNS = podDNS(d)
+	}
 	att, err := s.attach(ctx, pod, uid, p)
 	if err != nil {
 		return nil, fail(err)
@@ -90,7 +94,8 @@ func (s *Server) attach(ctx context.Context, pod cni.PodArgs, uid string, p host
 			}
 		}
 	}()
-	portCreated, err := s.sw.EnsurePort(ctx, s.cfg.Bridge, ovs.Port{Name: att.HostIfName, ExternalIDs: portIDs(pod, uid, p)})
+	portCreated, err := s.sw.EnsurePort(ctx, s.cfg.Bridge, ovs.Port{Name: att.HostIfName, Type: att.PortType,
+		MTURequest: att.PortMTU, ExternalIDs: portIDs(pod, uid, p)})
 	if err != nil {
 		return att, err
 	}
@@ -139,4 +144,16 @@ func portIDs(pod cni.PodArgs, uid string, p hostnet.PodInterface) map[string]str
 		ids[KeyIfaceIDVer] = uid
 	}
 	return ids
+}
+
+// podDNS converts the runtime's "dns" capability; a server that is not an address is
+// dropped (the runtime validated them; the pod keeps the others).
+func podDNS(d *cni.RuntimeDNS) hostnet.DNS {
+	out := hostnet.DNS{Search: d.Searches}
+	for _, s := range d.Servers {
+		if a, err := netip.ParseAddr(s); err == nil {
+			out.Servers = append(out.Servers, a)
+		}
+	}
+	return out
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/cni"
+	"github.com/ovn-transparent/ovn-transparent/node/internal/hostnet"
 )
 
 // gc removes every pod port and interface whose attachment is not among the runtime's
@@ -34,6 +35,15 @@ func (s *Server) gc(ctx context.Context, conf cni.NetConf) error {
 		} else {
 			s.log.Info("GC removed a stale pod interface", "container", ref.ContainerID, "ifname", ref.IfName, "port", ref.HostIfName)
 		}
+	}
+	if c, ok := s.host.(hostnet.Collector); ok {
+		// Interfaces whose port is gone already (a DEL that removed the port and then
+		// gave up on the interface) are only found by the host itself.
+		keep := map[string]bool{}
+		for a := range valid {
+			keep[hostnet.HostIfName(a.ContainerID, a.IfName)] = true
+		}
+		errs = append(errs, c.CollectPodInterfaces(ctx, keep))
 	}
 	return errors.Join(errs...)
 }

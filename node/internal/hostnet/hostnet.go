@@ -51,6 +51,15 @@ type PodInterface struct {
 	Gateways []netip.Addr
 	Routes   []annotations.ParsedRoute
 	MTU      int
+	// DNS is the resolver configuration the runtime passed (Windows: HNS configures the
+	// pod's resolver from its endpoint; Linux leaves it to kubelet). May be empty.
+	DNS DNS
+}
+
+// DNS is a pod's resolver configuration: servers and the namespace's full search list.
+type DNS struct {
+	Servers []netip.Addr
+	Search  []string
 }
 
 // PodRef names a pod interface: the CNI attachment (container ID and interface name), the
@@ -67,6 +76,12 @@ type Attached struct {
 	HostIfName string
 	HostMAC    net.HardwareAddr
 	Created    bool // false: it existed already and was left as it was
+	// PortType and PortMTU are the OVS interface type and mtu_request of the port on the
+	// integration bridge: empty and 0 on Linux (the veth's host end is a system device
+	// whose MTU hostnet set); "internal" on Windows, where the port is the HNS endpoint's
+	// vSwitch port and only OVS can set its MTU.
+	PortType string
+	PortMTU  int
 }
 
 // ManagementPort is the node's interface into the pod network.
@@ -90,6 +105,10 @@ type Uplink struct {
 	PreferIP netip.Addr
 	// Attach puts Iface into Bridge in the switch database, with mac as the bridge's MAC.
 	Attach func(ctx context.Context, mac net.HardwareAddr) error
+	// AttachHostPort puts the named host interface into Bridge as an internal port. Only
+	// Windows calls it, for the host vNIC that keeps the node's address (on Linux the
+	// bridge's own interface takes the address); nil is allowed where it is not needed.
+	AttachHostPort func(ctx context.Context, name string) error
 }
 
 // NodeAddress is the node's address on the physical network.

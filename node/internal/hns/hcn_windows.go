@@ -1,0 +1,261 @@
+package hns
+
+// The one-to-one layer over hcn: each method is one or two hcn calls and a conversion, and
+// nothing else, so that what is worth testing lives in the OS-neutral code above it.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+
+	"github.com/Microsoft/hcsshim/hcn"
+)
+
+// NewHCN returns HNS through the hcn (v2) API.
+func NewHCN() HNS { return hcnHNS{} }
+
+type hcnHNS struct{}
+
+// call runs f, which hcn gives no way to cancel, and returns early with ctx's error if ctx
+// ends first (f then finishes, or hangs, on its own goroutine): HNS calls can hang.
+func call[T any](ctx context.Context, f func() (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := f()
+		ch <- result{v, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
+}
+
+func notFound(err error) bool {
+	var (
+		n  hcn.NetworkNotFoundError
+		e  hcn.EndpointNotFoundError
+		ns hcn.NamespaceNotFoundError
+	)
+	return errors.As(err, &n) || errors.As(err, &e) || errors.As(err, &ns) || hcn.IsElementNotFoundError(err)
+}
+
+func wrapNotFound(err error) error {
+	if err != nil && notFound(err) {
+		return fmt.Errorf("%w: %v", ErrNotFound, err)
+	}
+	return err
+}
+
+func fromHCNNetwork(n *hcn.HostComputeNetwork) Network {
+	out := Network{ID: n.Id, Name: n.Name, Type: string(n.Type)}
+	for _, p := range n.Policies {
+		switch p.Type {
+		case hcn.NetAdapterName:
+			var s hcn.NetAdapterNameNetworkPolicySetting
+			if json.Unmarshal(p.Settings, &s) == nil {
+				out.Adapter = s.NetworkAdapterName
+			}
+		case hcn.VSwitchExtension:
+			var s hcn.VSwitchExtensionNetworkPolicySetting
+			if json.Unmarshal(p.Settings, &s) == nil && s.Enable {
+				out.Extensions = append(out.Extensions, strings.ToUpper(s.ExtensionID))
+			}
+		}
+	}
+	return out
+}
+
+func (hcnHNS) Network(ctx context.Context, name string) (Network, error) {
+	n, err := call(ctx, func() (*hcn.HostComputeNetwork, error) { return hcn.GetNetworkByName(name) })
+	if err != nil {
+		return Network{}, wrapNotFound(err)
+	}
+	return fromHCNNetwork(n), nil
+}
+
+func (hcnHNS) CreateTransparentNetwork(ctx context.Context, name, adapter string) (Network, error) {
+	settings, err := json.Marshal(hcn.NetAdapterNameNetworkPolicySetting{NetworkAdapterName: adapter})
+	if err != nil {
+		return Network{}, err
+	}
+	req := &hcn.HostComputeNetwork{
+		Name: name, Type: hcn.Transparent, SchemaVersion: hcn.V2SchemaVersion(),
+		Policies: []hcn.NetworkPolicy{{Type: hcn.NetAdapterName, Settings: settings}},
+	}
+	n, err := call(ctx, req.Create)
+	if err != nil {
+		return Network{}, err
+	}
+	return fromHCNNetwork(n), nil
+}
+
+func (hcnHNS) EnableExtension(ctx context.Context, networkID, id string) error {
+	setting, err := json.Marshal(hcn.VSwitchExtensionNetworkPolicySetting{ExtensionID: id, Enable: true})
+	if err != nil {
+		return err
+	}
+	_, err = call(ctx, func() (struct{}, error) {
+		n, err := hcn.GetNetworkByID(networkID)
+		if err != nil {
+			return struct{}{}, wrapNotFound(err)
+		}
+		return struct{}{}, n.AddPolicy(hcn.PolicyNetworkRequest{Policies: []hcn.NetworkPolicy{{Type: hcn.VSwitchExtension, Settings: setting}}})
+	})
+	return err
+}
+
+func (hcnHNS) DeleteNetwork(ctx context.Context, id string) error {
+	_, err := call(ctx, func() (struct{}, error) {
+		n, err := hcn.GetNetworkByID(id)
+		if notFound(err) {
+			return struct{}{}, nil
+		}
+		if err != nil {
+			return struct{}{}, err
+		}
+		return struct{}{}, n.Delete()
+	})
+	return err
+}
+
+func fromHCNEndpoint(e *hcn.HostComputeEndpoint) Endpoint {
+	out := Endpoint{ID: e.Id, Name: e.Name, NetworkID: e.HostComputeNetwork, Namespace: e.HostComputeNamespace,
+		DNS: DNS{Search: e.Dns.Search}}
+	// HNS writes MACs as 00-15-5D-..., which net.ParseMAC reads.
+	out.MAC, _ = net.ParseMAC(e.MacAddress)
+	for _, c := range e.IpConfigurations {
+		if a, err := netip.ParseAddr(c.IpAddress); err == nil {
+			out.IPs = append(out.IPs, netip.PrefixFrom(a, int(c.PrefixLength)))
+		}
+	}
+	for _, r := range e.Routes {
+		if r.DestinationPrefix == "0.0.0.0/0" || r.DestinationPrefix == "::/0" {
+			if a, err := netip.ParseAddr(r.NextHop); err == nil && !out.Gateway.IsValid() {
+				out.Gateway = a
+			}
+		}
+	}
+	for _, s := range e.Dns.ServerList {
+		if a, err := netip.ParseAddr(s); err == nil {
+			out.DNS.Servers = append(out.DNS.Servers, a)
+		}
+	}
+	return out
+}
+
+func (hcnHNS) CreateEndpoint(ctx context.Context, e Endpoint) (Endpoint, error) {
+	req := &hcn.HostComputeEndpoint{
+		Name: e.Name, HostComputeNetwork: e.NetworkID, SchemaVersion: hcn.V2SchemaVersion(),
+		MacAddress: strings.ReplaceAll(strings.ToUpper(e.MAC.String()), ":", "-"),
+		Dns:        hcn.Dns{Search: e.DNS.Search},
+	}
+	for _, ip := range e.IPs {
+		req.IpConfigurations = append(req.IpConfigurations, hcn.IpConfig{IpAddress: ip.Addr().String(), PrefixLength: uint8(ip.Bits())})
+	}
+	for _, s := range e.DNS.Servers {
+		req.Dns.ServerList = append(req.Dns.ServerList, s.String())
+	}
+	if e.Gateway.IsValid() {
+		dst := "0.0.0.0/0"
+		if e.Gateway.Is6() {
+			dst = "::/0"
+		}
+		req.Routes = []hcn.Route{{NextHop: e.Gateway.String(), DestinationPrefix: dst}}
+	}
+	out, err := call(ctx, req.Create)
+	if err != nil {
+		if hcn.IsPortAlreadyExistsError(err) {
+			return Endpoint{}, fmt.Errorf("%w: %v", ErrExists, err)
+		}
+		return Endpoint{}, wrapNotFound(err)
+	}
+	return fromHCNEndpoint(out), nil
+}
+
+func (hcnHNS) Endpoint(ctx context.Context, name string) (Endpoint, error) {
+	e, err := call(ctx, func() (*hcn.HostComputeEndpoint, error) { return hcn.GetEndpointByName(name) })
+	if err != nil {
+		return Endpoint{}, wrapNotFound(err)
+	}
+	return fromHCNEndpoint(e), nil
+}
+
+func (hcnHNS) ListEndpoints(ctx context.Context, networkID string) ([]Endpoint, error) {
+	eps, err := call(ctx, func() ([]hcn.HostComputeEndpoint, error) { return hcn.ListEndpointsOfNetwork(networkID) })
+	if err != nil {
+		return nil, wrapNotFound(err)
+	}
+	out := make([]Endpoint, 0, len(eps))
+	for i := range eps {
+		out = append(out, fromHCNEndpoint(&eps[i]))
+	}
+	return out, nil
+}
+
+func (hcnHNS) DeleteEndpoint(ctx context.Context, id string) error {
+	_, err := call(ctx, func() (struct{}, error) {
+		e, err := hcn.GetEndpointByID(id)
+		if notFound(err) {
+			return struct{}{}, nil
+		}
+		if err != nil {
+			return struct{}{}, err
+		}
+		if err := e.Delete(); err != nil && !notFound(err) {
+			return struct{}{}, err
+		}
+		return struct{}{}, nil
+	})
+	return err
+}
+
+func (hcnHNS) Attach(ctx context.Context, namespaceID, endpointID string) error {
+	_, err := call(ctx, func() (struct{}, error) {
+		ids, err := hcn.GetNamespaceEndpointIds(namespaceID)
+		if err != nil {
+			return struct{}{}, wrapNotFound(err)
+		}
+		for _, id := range ids {
+			if strings.EqualFold(id, endpointID) {
+				return struct{}{}, nil
+			}
+		}
+		return struct{}{}, wrapNotFound(hcn.AddNamespaceEndpoint(namespaceID, endpointID))
+	})
+	return err
+}
+
+func (hcnHNS) Detach(ctx context.Context, namespaceID, endpointID string) error {
+	_, err := call(ctx, func() (struct{}, error) {
+		err := hcn.RemoveNamespaceEndpoint(namespaceID, endpointID)
+		if err != nil && notFound(err) {
+			return struct{}{}, nil
+		}
+		return struct{}{}, err
+	})
+	return err
+}
+
+func (hcnHNS) HostNamespace(ctx context.Context) (string, error) {
+	nss, err := call(ctx, hcn.ListNamespaces)
+	if err != nil {
+		return "", err
+	}
+	for _, ns := range nss {
+		if ns.Type == hcn.NamespaceTypeHostDefault {
+			return ns.Id, nil
+		}
+	}
+	return "", fmt.Errorf("host default namespace: %w", ErrNotFound)
+}

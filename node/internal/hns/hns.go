@@ -1,0 +1,159 @@
+// Package hns is the Windows node's view of the Host Networking Service and of the host's
+// IP configuration, in two layers: the small interfaces below, which the OS-neutral node
+// code (hostnet's Transparent host) uses, implemented on Windows by a one-to-one shim over
+// github.com/Microsoft/hcsshim/hcn and the IP Helper API (the _windows.go files), and
+// everywhere by Model, an in-memory HNS that enforces the rules the real one does, so the
+// Windows start-up and CNI logic is tested on Linux.
+package hns
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+)
+
+var (
+	// ErrNotFound: no network, endpoint, namespace or interface of that name or ID.
+	ErrNotFound = errors.New("not found")
+	// ErrExists: HNS names are unique per kind.
+	ErrExists = errors.New("already exists")
+	// ErrVirtualAdapter: a Transparent network needs a physical adapter.
+	ErrVirtualAdapter = errors.New("adapter is not a physical adapter")
+	// ErrInUse: a network with endpoints cannot be deleted.
+	ErrInUse = errors.New("in use")
+)
+
+// TypeTransparent is the HNS network type the node uses: the vSwitch is bound to the
+// physical adapter and pods sit on the physical segment's L2, which the OVS extension then
+// takes over.
+const TypeTransparent = "Transparent"
+
+// OVSExtensionID is the Hyper-V switch extension ID of the Open vSwitch extension, which
+// HNS enables on a network's vSwitch by ID.
+const OVSExtensionID = "583CC151-73EC-4A6A-8B47-578297AD7623"
+
+// Network is an HNS network.
+type Network struct {
+	ID      string
+	Name    string
+	Type    string
+	Adapter string // the physical adapter its vSwitch is bound to
+	// Extensions are the vSwitch extensions HNS reports enabled (IDs, upper case).
+	Extensions []string
+}
+
+// DNS is a pod's resolver configuration.
+type DNS struct {
+	Servers []netip.Addr
+	Search  []string // the namespace's full search list, most specific first
+}
+
+// Endpoint is an HNS endpoint: a vNIC on a network's vSwitch.
+type Endpoint struct {
+	ID        string
+	Name      string
+	NetworkID string
+	MAC       net.HardwareAddr
+	IPs       []netip.Prefix
+	Gateway   netip.Addr
+	DNS       DNS
+	// Namespace is the HCN namespace (GUID) the endpoint is attached to; "" when none.
+	Namespace string
+}
+
+// Networks are HNS's networks.
+type Networks interface {
+	// Network returns the network called name, or ErrNotFound.
+	Network(ctx context.Context, name string) (Network, error)
+	// CreateTransparentNetwork creates a Transparent network called name bound to the
+	// physical adapter. Not idempotent: ErrExists if the name is taken; ErrVirtualAdapter
+	// for a virtual adapter. On success HNS moves the adapter's IP configuration to the
+	// host vNIC "vEthernet (<adapter>)", some time later (or, on some builds, not at all).
+	CreateTransparentNetwork(ctx context.Context, name, adapter string) (Network, error)
+	// EnableExtension enables the vSwitch extension id on the network's vSwitch.
+	// Idempotent.
+	EnableExtension(ctx context.Context, networkID, id string) error
+	// DeleteNetwork deletes the network; ErrInUse while it has endpoints, nil if gone.
+	DeleteNetwork(ctx context.Context, id string) error
+}
+
+// Endpoints are HNS's endpoints and their attachment to HCN namespaces.
+type Endpoints interface {
+	// CreateEndpoint creates e on e.NetworkID and returns it with its ID. Not idempotent:
+	// ErrExists if the name is taken, ErrNotFound if the network is gone.
+	CreateEndpoint(ctx context.Context, e Endpoint) (Endpoint, error)
+	// Endpoint returns the endpoint called name, or ErrNotFound.
+	Endpoint(ctx context.Context, name string) (Endpoint, error)
+	// ListEndpoints returns the endpoints of a network.
+	ListEndpoints(ctx context.Context, networkID string) ([]Endpoint, error)
+	// DeleteEndpoint deletes an endpoint, detached or not. Idempotent: nil if it is gone.
+	// HNS can hang here; callers bound it with ctx.
+	DeleteEndpoint(ctx context.Context, id string) error
+	// Attach attaches the endpoint to the namespace; ErrNotFound if either is missing.
+	// Idempotent for the same namespace; an error if attached to another.
+	Attach(ctx context.Context, namespaceID, endpointID string) error
+	// Detach detaches it. Idempotent: nil if not attached or gone.
+	Detach(ctx context.Context, namespaceID, endpointID string) error
+	// HostNamespace returns the host's default namespace: an endpoint attached to it gets
+	// a host vNIC called "vEthernet (<endpoint name>)".
+	HostNamespace(ctx context.Context) (string, error)
+}
+
+// HNS is the whole service as the node uses it.
+type HNS interface {
+	Networks
+	Endpoints
+}
+
+// Route is a host route.
+type Route struct {
+	Dst     netip.Prefix
+	NextHop netip.Addr
+}
+
+// IPConfig is an interface's IP configuration as the node saves and restores it.
+type IPConfig struct {
+	Addrs   []netip.Prefix
+	Gateway netip.Addr // the default route's next hop; zero: none
+	DNS     []netip.Addr
+	Routes  []Route // routes besides the default and the on-link ones
+	MTU     int     // 0: leave
+}
+
+// Interface is a host network interface (adapter or vNIC) by its alias.
+type Interface struct {
+	Name     string
+	Index    int
+	MAC      net.HardwareAddr
+	Physical bool // backed by hardware (NDIS: HardwareInterface), not a vNIC
+	IPConfig
+}
+
+// IPHelper reads and writes the host's interfaces (the IP Helper API on Windows).
+type IPHelper interface {
+	// Interface returns the interface with that alias, or ErrNotFound.
+	Interface(ctx context.Context, name string) (Interface, error)
+	// Configure makes the interface hold exactly c's addresses, default gateway, DNS
+	// servers and routes (others are removed) and c's MTU if set. Idempotent.
+	Configure(ctx context.Context, name string, c IPConfig) error
+}
+
+// Features are what the host has installed, for the preflight checks.
+type Features struct {
+	HyperV       bool // the Hyper-V role (vmms): the vSwitch
+	Containers   bool // the Containers feature: HNS and HCN
+	OVSExtension bool // the signed Open vSwitch extension driver
+	// VirtualMachine: the node is itself a Hyper-V (or other) guest, where pods' MACs
+	// reach the physical network only if the host allows MAC address spoofing.
+	VirtualMachine bool
+}
+
+// System reports the host's features.
+type System interface {
+	Features(ctx context.Context) (Features, error)
+}
+
+// HostVNIC is the alias Windows gives the host vNIC of a vSwitch bound to adapter, or of an
+// endpoint attached to the host namespace.
+func HostVNIC(name string) string { return "vEthernet (" + name + ")" }
