@@ -35,9 +35,9 @@ func (regSystem) Features(context.Context) (Features, error) {
 		key string
 		to  *bool
 	}{
-		{services + "vmms", &f.HyperV},         // the Hyper-V Virtual Machine Management service
-		{services + "hns", &f.Containers},      // the Host Network Service, from Containers
-		{services + "OVSExt", &f.OVSExtension}, // the Open vSwitch extension's driver (ovsext.sys)
+		{services + "vmms", &f.HyperV},                                             // the Hyper-V Virtual Machine Management service
+		{services + "hns", &f.Containers},                                          // the Host Network Service, from Containers
+		{services + "OVSExt", &f.OVSExtension},                                     // the Open vSwitch extension's driver (ovsext.sys)
 		{`SOFTWARE\Microsoft\Virtual Machine\Guest\Parameters`, &f.VirtualMachine}, // Hyper-V integration services
 	} {
 		ok, err := keyExists(c.key)
