@@ -4,6 +4,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log"
 	"os"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/ovn-transparent/ovn-transparent/internal/cliapp"
 	"github.com/ovn-transparent/ovn-transparent/node/internal/agent"
+	"github.com/ovn-transparent/ovn-transparent/node/internal/winsvc"
 )
 
 func main() {
@@ -36,9 +38,12 @@ func run(c *cli.Context) error {
 	// SIGTERM is how kubelet and systemd stop the agent; pods keep their network.
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	logger := log.New(os.Stderr, "", log.LstdFlags|log.Lmicroseconds)
+	logger := log.New(winsvc.LogOutput(os.Stderr), "", log.LstdFlags|log.Lmicroseconds)
 	lg := funcr.New(func(prefix, args string) {
 		logger.Println(prefix, args)
 	}, funcr.Options{Verbosity: c.Int("log-level")})
-	return agent.Run(ctx, cfg, lg.WithName("ovnt-node"))
+	// As a Windows service, the service manager's Stop ends ctx too.
+	return winsvc.Run(ctx, "ovnt-node", func(ctx context.Context) error {
+		return agent.Run(ctx, cfg, lg.WithName("ovnt-node"))
+	})
 }

@@ -25,9 +25,9 @@ func Preflight(ctx context.Context, sys System, ip IPHelper, adapter string) (wa
 		errs = append(errs, errors.New("the Open vSwitch Hyper-V extension is not installed: install the signed Open vSwitch MSI"))
 	}
 	if adapter == "" {
-		errs = append(errs, errors.New("no uplink adapter configured: pass --uplink with the physical adapter's name (Get-NetAdapter -Physical)"))
+		errs = append(errs, errors.New("no uplink adapter configured: pass --uplink-interface with the physical adapter's name (Get-NetAdapter -Physical)"))
 	} else if a, err := ip.Interface(ctx, adapter); errors.Is(err, ErrNotFound) {
-		errs = append(errs, fmt.Errorf("adapter %q does not exist: pass --uplink with a name from Get-NetAdapter -Physical", adapter))
+		errs = append(errs, fmt.Errorf("adapter %q does not exist: pass --uplink-interface with a name from Get-NetAdapter -Physical", adapter))
 	} else if err != nil {
 		errs = append(errs, fmt.Errorf("adapter %q: %w", adapter, err))
 	} else if !a.Physical {

@@ -90,7 +90,7 @@ const windowsPortType = "internal"
 // the host vNIC into u.Bridge.
 func (t *Transparent) SetupUplink(ctx context.Context, u Uplink) (NodeAddress, error) {
 	if u.Iface == "" {
-		return NodeAddress{}, errors.New("Windows nodes need the physical adapter to bind the Transparent network to (--uplink)")
+		return NodeAddress{}, errors.New("Windows nodes need the physical adapter to bind the Transparent network to (--uplink-interface)")
 	}
 	warnings, err := hns.Preflight(ctx, t.sys, t.ip, u.Iface)
 	for _, w := range warnings {
@@ -144,7 +144,7 @@ func (t *Transparent) ensureNetwork(ctx context.Context, adapter string) (hns.Ne
 	if err == nil {
 		if n.Type != hns.TypeTransparent || n.Adapter != adapter {
 			return hns.Network{}, fmt.Errorf("HNS network %q exists as a %s network on adapter %q, not Transparent on %q: "+
-				"remove it (Get-HnsNetwork | ? Name -eq %q | Remove-HnsNetwork) or fix --uplink", n.Name, n.Type, n.Adapter, adapter, n.Name)
+				"remove it (Get-HnsNetwork | ? Name -eq %q | Remove-HnsNetwork) or fix --uplink-interface", n.Name, n.Type, n.Adapter, adapter, n.Name)
 		}
 		// After a reboot Windows restores the vNIC's configuration itself, in its own time.
 		err := t.waitVNIC(ctx, vnicName, nil)
