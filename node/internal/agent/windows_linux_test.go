@@ -213,3 +213,43 @@ func TestWindowsManagementPort(t *testing.T) {
 		}
 	}
 }
+
+// The agent dies after creating the network and before HNS moved (or it restored) the
+// host's configuration, on a build that never moves it: the restarted agent adopts the
+// network and restores the configuration it saved to disk.
+func TestWindowsStartupRestoresAfterCrash(t *testing.T) {
+	db := ovstest.Start(t)
+	sw := db.Connect()
+	m := windowsHost()
+	m.IPMoveLost = true
+	state := t.TempDir()
+	host := func(stateDir string) *hostnet.Transparent {
+		return hostnet.NewTransparent(m, m, m, hostnet.TransparentConfig{IPMoveTimeout: 400 * time.Millisecond,
+			Poll: 20 * time.Millisecond, StateDir: stateDir, Log: logr.Discard()})
+	}
+	crash, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+	defer cancel()
+	if _, _, err := setupChassis(crash, windowsConfig("geneve"), sw, host(state)); err == nil {
+		t.Fatal("start-up finished within the crash's deadline; the test proves nothing")
+	}
+	if n := m.Networks(); len(n) != 1 {
+		t.Fatalf("networks after the crash: %+v", n)
+	}
+	if v, _ := m.InterfaceNow("vEthernet (Ethernet0)"); len(v.Addrs) != 0 {
+		t.Fatalf("the vNIC has addresses %v after the crash", v.Addrs)
+	}
+	m.Calls()
+	ctx, cancel2 := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel2()
+	if _, _, err := setupChassis(ctx, windowsConfig("geneve"), sw, host(t.TempDir())); err == nil {
+		t.Fatal("a restart without the saved configuration adopted a network without the node's address")
+	}
+	if _, _, err := setupChassis(ctx, windowsConfig("geneve"), sw, host(state)); err != nil {
+		t.Fatal(err)
+	}
+	if calls := m.Calls(); slices.Contains(calls, "CreateTransparentNetwork") {
+		t.Errorf("the restart created a network: %v", calls)
+	}
+	checkWindowsHNS(t, m)
+	checkWindowsOVS(t, db, "geneve")
+}

@@ -15,5 +15,7 @@ import (
 func New() Host {
 	logger := log.New(os.Stderr, "", log.LstdFlags|log.Lmicroseconds)
 	lg := funcr.New(func(prefix, args string) { logger.Println(prefix, args) }, funcr.Options{})
-	return NewTransparent(hns.NewHCN(), hns.NewIPHelper(), hns.NewSystem(), TransparentConfig{Log: lg.WithName("hostnet")})
+	return NewTransparent(hns.NewHCN(), hns.NewIPHelper(), hns.NewSystem(), TransparentConfig{
+		StateDir: `C:\ProgramData\ovn-transparent`, Log: lg.WithName("hostnet"),
+	})
 }

@@ -7,9 +7,13 @@ package hostnet
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
+	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -34,7 +38,11 @@ type TransparentConfig struct {
 	DeleteTimeout time.Duration
 	// Poll is how often a bounded wait re-reads HNS or the host (200ms by default).
 	Poll time.Duration
-	Log  logr.Logger
+	// StateDir, if set, keeps the adapter's IP configuration saved before creating the
+	// network until the host vNIC holds it, so an agent that dies in between can still
+	// restore it after its restart.
+	StateDir string
+	Log      logr.Logger
 }
 
 // Collector is implemented by hosts whose pod interfaces can outlive their switch port (on
@@ -149,8 +157,17 @@ func (t *Transparent) ensureNetwork(ctx context.Context, adapter string) (hns.Ne
 		// After a reboot Windows restores the vNIC's configuration itself, in its own time.
 		err := t.waitVNIC(ctx, vnicName, nil)
 		if err != nil {
-			return hns.Network{}, fmt.Errorf("adopted network %q: %w", n.Name, err)
+			// An agent that died between creating the network and restoring the
+			// configuration left it on disk.
+			saved, ok := t.loadSaved(adapter)
+			if !ok {
+				return hns.Network{}, fmt.Errorf("adopted network %q: %w", n.Name, err)
+			}
+			if err := t.restore(ctx, vnicName, saved); err != nil {
+				return hns.Network{}, err
+			}
 		}
+		t.forgetSaved(adapter)
 		t.cfg.Log.Info("adopted the HNS network", "network", n.Name, "id", n.ID)
 		return n, nil
 	}
@@ -162,6 +179,9 @@ func (t *Transparent) ensureNetwork(ctx context.Context, adapter string) (hns.Ne
 		return hns.Network{}, fmt.Errorf("adapter %q: %w", adapter, err)
 	}
 	saved := a.IPConfig
+	if err := t.save(adapter, saved); err != nil {
+		return hns.Network{}, err
+	}
 	n, err = t.hns.CreateTransparentNetwork(ctx, t.cfg.Network, adapter)
 	if err != nil {
 		return hns.Network{}, fmt.Errorf("creating HNS network %q on %q: %w", t.cfg.Network, adapter, err)
@@ -172,19 +192,69 @@ func (t *Transparent) ensureNetwork(ctx context.Context, adapter string) (hns.Ne
 		if err := t.waitVNIC(ctx, vnicName, nil); err != nil {
 			return hns.Network{}, err
 		}
+		t.forgetSaved(adapter)
 		return n, nil
 	}
 	if err := t.waitVNIC(ctx, vnicName, saved.Addrs); err == nil {
+		t.forgetSaved(adapter)
 		return n, nil
 	}
 	// Some builds never move the configuration, or move only the address: put back what
 	// the adapter had (address, gateway, DNS, routes) on the vNIC.
-	t.cfg.Log.Info("HNS did not move the host's IP configuration in time; restoring it", "vnic", vnicName, "addrs", saved.Addrs)
-	saved.MTU = 0
-	if err := t.ip.Configure(ctx, vnicName, saved); err != nil {
-		return hns.Network{}, fmt.Errorf("restoring the IP configuration on %q: %w", vnicName, err)
+	if err := t.restore(ctx, vnicName, saved); err != nil {
+		return hns.Network{}, err
 	}
+	t.forgetSaved(adapter)
 	return n, nil
+}
+
+func (t *Transparent) restore(ctx context.Context, vnic string, saved hns.IPConfig) error {
+	t.cfg.Log.Info("HNS did not move the host's IP configuration in time; restoring it", "vnic", vnic, "addrs", saved.Addrs)
+	saved.MTU = 0
+	if err := t.ip.Configure(ctx, vnic, saved); err != nil {
+		return fmt.Errorf("restoring the IP configuration on %q: %w", vnic, err)
+	}
+	return nil
+}
+
+func (t *Transparent) savedPath(adapter string) string {
+	return filepath.Join(t.cfg.StateDir, "uplink-"+url.PathEscape(adapter)+".json")
+}
+
+// save writes the adapter's configuration to StateDir (if set) before the network exists.
+func (t *Transparent) save(adapter string, c hns.IPConfig) error {
+	if t.cfg.StateDir == "" {
+		return nil
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(t.cfg.StateDir, 0o700); err != nil {
+		return fmt.Errorf("saving the configuration of %q: %w", adapter, err)
+	}
+	if err := os.WriteFile(t.savedPath(adapter), b, 0o600); err != nil {
+		return fmt.Errorf("saving the configuration of %q: %w", adapter, err)
+	}
+	return nil
+}
+
+func (t *Transparent) loadSaved(adapter string) (hns.IPConfig, bool) {
+	var c hns.IPConfig
+	if t.cfg.StateDir == "" {
+		return c, false
+	}
+	b, err := os.ReadFile(t.savedPath(adapter))
+	if err != nil || json.Unmarshal(b, &c) != nil || len(c.Addrs) == 0 {
+		return c, false
+	}
+	return c, true
+}
+
+func (t *Transparent) forgetSaved(adapter string) {
+	if t.cfg.StateDir != "" {
+		os.Remove(t.savedPath(adapter))
+	}
 }
 
 // waitVNIC waits, within IPMoveTimeout, until the interface exists and holds every address
