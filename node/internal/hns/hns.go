@@ -137,6 +137,9 @@ type IPHelper interface {
 	// Configure makes the interface hold exactly c's addresses, default gateway, DNS
 	// servers and routes (others are removed) and c's MTU if set. Idempotent.
 	Configure(ctx context.Context, name string, c IPConfig) error
+	// SetMTU sets the IPv4 MTU of the interface with that alias in any network
+	// compartment (a pod's vNIC lives in the pod's), or returns ErrNotFound. Idempotent.
+	SetMTU(ctx context.Context, name string, mtu int) error
 }
 
 // Features are what the host has installed, for the preflight checks.

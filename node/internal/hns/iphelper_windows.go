@@ -94,13 +94,30 @@ func addrOf(sa windows.SocketAddress) netip.Addr {
 	return a.Unmap()
 }
 
-// adapter finds the adapter whose alias is name.
+// adapter finds the adapter whose alias is name in the agent's compartment (the host's).
 func adapter(name string) (*windows.IpAdapterAddresses, error) {
+	return findAdapter(name, windows.GAA_FLAG_INCLUDE_GATEWAYS)
+}
+
+func (ipHelper) SetMTU(_ context.Context, name string, mtu int) error {
+	// A pod's vNIC is in the pod's compartment; LUIDs are unique across compartments, so
+	// once found it is set like any other.
+	a, err := findAdapter(name, windows.GAA_FLAG_INCLUDE_ALL_COMPARTMENTS)
+	if err != nil {
+		return err
+	}
+	if int(a.Mtu) == mtu {
+		return nil
+	}
+	return setMTU(a.Luid, mtu)
+}
+
+func findAdapter(name string, flags uint32) (*windows.IpAdapterAddresses, error) {
 	size := uint32(16 << 10)
 	for {
 		buf := make([]byte, size)
 		first := (*windows.IpAdapterAddresses)(unsafe.Pointer(&buf[0]))
-		err := windows.GetAdaptersAddresses(windows.AF_UNSPEC, windows.GAA_FLAG_INCLUDE_GATEWAYS, 0, first, &size)
+		err := windows.GetAdaptersAddresses(windows.AF_UNSPEC, flags, 0, first, &size)
 		if err == windows.ERROR_BUFFER_OVERFLOW {
 			continue
 		}

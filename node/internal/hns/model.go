@@ -20,7 +20,8 @@ import (
 //   - an endpoint needs its network; a namespace attach needs the endpoint and the
 //     namespace; an endpoint is in one namespace at a time;
 //   - deleting a network with endpoints fails;
-//   - an endpoint attached to the host namespace gets a host vNIC.
+//   - an attached endpoint has a vNIC "vEthernet (<name>)" (in the host's compartment for
+//     the host namespace, else in the pod's), gone when it is detached or deleted.
 //
 // Every method first consults the faults set with Fail and Hang, by method name.
 type Model struct {
@@ -371,7 +372,7 @@ func (m *Model) DeleteEndpoint(ctx context.Context, id string) error {
 	if e == nil {
 		return nil
 	}
-	if e.Namespace == m.hostNS {
+	if e.Namespace != "" {
 		delete(m.ifaces, HostVNIC(e.Name))
 	}
 	delete(m.endpoints, id)
@@ -398,11 +399,11 @@ func (m *Model) Attach(ctx context.Context, namespaceID, endpointID string) erro
 		return fmt.Errorf("attaching endpoint %q to namespace %s: attached to %s: %w", e.Name, namespaceID, e.Namespace, ErrExists)
 	}
 	e.Namespace = namespaceID
-	if namespaceID == m.hostNS {
-		m.seq++
-		name := HostVNIC(e.Name)
-		m.ifaces[name] = &Interface{Name: name, Index: m.seq, MAC: e.MAC}
-	}
+	// The endpoint's vNIC appears in the namespace's compartment: the host's for the
+	// host namespace, the pod's otherwise (found by alias in every compartment).
+	m.seq++
+	name := HostVNIC(e.Name)
+	m.ifaces[name] = &Interface{Name: name, Index: m.seq, MAC: e.MAC, IPConfig: IPConfig{MTU: 1500}}
 	return nil
 }
 
@@ -415,9 +416,7 @@ func (m *Model) Detach(ctx context.Context, namespaceID, endpointID string) erro
 	if e == nil || e.Namespace != namespaceID {
 		return nil
 	}
-	if namespaceID == m.hostNS {
-		delete(m.ifaces, HostVNIC(e.Name))
-	}
+	delete(m.ifaces, HostVNIC(e.Name))
 	e.Namespace = ""
 	return nil
 }
@@ -456,6 +455,19 @@ func (m *Model) Configure(ctx context.Context, name string, c IPConfig) error {
 	if c.MTU == 0 {
 		i.MTU = mtu
 	}
+	return nil
+}
+
+func (m *Model) SetMTU(ctx context.Context, name string, mtu int) error {
+	if err := m.enter(ctx, "SetMTU"); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	i := m.ifaces[name]
+	if i == nil {
+		return fmt.Errorf("interface %q: %w", name, ErrNotFound)
+	}
+	i.MTU = mtu
 	return nil
 }
 

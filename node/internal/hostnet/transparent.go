@@ -374,6 +374,7 @@ func (t *Transparent) CreatePodInterface(ctx context.Context, p PodInterface) (A
 		if err := t.hns.Attach(ctx, p.Netns, ep.ID); err != nil {
 			return Attached{}, fmt.Errorf("attaching HNS endpoint %s to namespace %s: %w", ep.Name, p.Netns, err)
 		}
+		t.setPodMTU(ctx, ep.Name, p.MTU)
 		return att, nil
 	}
 	if !errors.Is(err, hns.ErrNotFound) {
@@ -392,9 +393,28 @@ func (t *Transparent) CreatePodInterface(ctx context.Context, p PodInterface) (A
 	if err := t.hns.Attach(ctx, p.Netns, ep.ID); err != nil {
 		return Attached{}, fmt.Errorf("attaching HNS endpoint %s to namespace %s: %w", ep.Name, p.Netns, err)
 	}
+	t.setPodMTU(ctx, ep.Name, p.MTU)
 	success = true
 	att.Created = true
 	return att, nil
+}
+
+// setPodMTU sets the MTU of the pod's vNIC, which appears in the pod's compartment some
+// time after the attach. Best effort: the OVS port's mtu_request (the agent sets it) covers
+// the switch side, and a pod whose vNIC keeps 1500 works through PMTU discovery, so a vNIC
+// not found in time is logged, not a failed ADD.
+func (t *Transparent) setPodMTU(ctx context.Context, endpoint string, mtu int) {
+	if mtu <= 0 {
+		return
+	}
+	var last error
+	err := t.poll(ctx, t.cfg.IPMoveTimeout, func(ctx context.Context) bool {
+		last = t.ip.SetMTU(ctx, hns.HostVNIC(endpoint), mtu)
+		return last == nil
+	})
+	if err != nil {
+		t.cfg.Log.Info("could not set the pod vNIC's MTU", "endpoint", endpoint, "mtu", mtu, "error", fmt.Sprint(last))
+	}
 }
 
 // CheckPodInterface checks the endpoint exists as p wants and is in p's namespace.
