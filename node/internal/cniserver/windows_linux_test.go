@@ -181,6 +181,21 @@ func TestWindowsPodAddDel(t *testing.T) {
 	if _, err := e.call("CHECK", 7, ns); err != nil {
 		t.Errorf("CHECK: %v", err)
 	}
+	// The endpoint falls out of the namespace: CHECK says so, and ADD puts it back.
+	ep := e.endpoints()[podIfName(7)]
+	if err := e.m.Detach(context.Background(), ns, ep.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.call("CHECK", 7, ns); err == nil || !strings.Contains(err.Error(), "namespace") {
+		t.Errorf("CHECK of a detached endpoint: %v, want an error naming the namespace", err)
+	}
+	if _, err := e.call("ADD", 7, ns); err != nil {
+		t.Fatalf("ADD re-attaching: %v", err)
+	}
+	e.checkPod(7, ns)
+	if _, err := e.call("CHECK", 7, ns); err != nil {
+		t.Errorf("CHECK after the re-attaching ADD: %v", err)
+	}
 
 	for i := range 2 {
 		if _, err := e.call("DEL", 7, ns); err != nil {

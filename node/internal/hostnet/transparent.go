@@ -408,7 +408,7 @@ func (t *Transparent) setPodMTU(ctx context.Context, endpoint string, mtu int) {
 		return
 	}
 	var last error
-	err := t.poll(ctx, t.cfg.IPMoveTimeout, func(ctx context.Context) bool {
+	err := t.poll(ctx, min(t.cfg.IPMoveTimeout, 10*time.Second), func(ctx context.Context) bool {
 		last = t.ip.SetMTU(ctx, hns.HostVNIC(endpoint), mtu)
 		return last == nil
 	})
@@ -430,7 +430,7 @@ func (t *Transparent) CheckPodInterface(ctx context.Context, p PodInterface) err
 	if d := endpointDiff(ep, t.podEndpoint(n, p)); d != "" {
 		return fmt.Errorf("HNS endpoint %s has %s", ep.Name, d)
 	}
-	if ep.Namespace != p.Netns {
+	if !strings.EqualFold(ep.Namespace, p.Netns) { // GUIDs: HNS may change their case
 		return fmt.Errorf("HNS endpoint %s is in namespace %q, want %q", ep.Name, ep.Namespace, p.Netns)
 	}
 	return nil
@@ -440,11 +440,16 @@ func (t *Transparent) CheckPodInterface(ctx context.Context, p PodInterface) err
 // deletion HNS does not finish within DeleteTimeout is logged and left to CNI GC
 // (CollectPodInterfaces), so one hung endpoint does not block the runtime's sandbox removal.
 func (t *Transparent) DeletePodInterface(ctx context.Context, ref PodRef) error {
-	ep, err := t.hns.Endpoint(ctx, ref.HostIfName)
-	if errors.Is(err, hns.ErrNotFound) {
+	lctx, cancel := context.WithTimeout(ctx, t.cfg.DeleteTimeout)
+	ep, err := t.hns.Endpoint(lctx, ref.HostIfName)
+	cancel()
+	switch {
+	case errors.Is(err, hns.ErrNotFound):
 		return nil
-	}
-	if err != nil {
+	case err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+		t.cfg.Log.Info("HNS did not answer in time; CNI GC will retry", "endpoint", ref.HostIfName, "timeout", t.cfg.DeleteTimeout)
+		return nil
+	case err != nil:
 		return fmt.Errorf("HNS endpoint %s: %w", ref.HostIfName, err)
 	}
 	return t.deleteEndpoint(ctx, ep)
