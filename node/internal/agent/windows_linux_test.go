@@ -253,3 +253,26 @@ func TestWindowsStartupRestoresAfterCrash(t *testing.T) {
 	checkWindowsHNS(t, m)
 	checkWindowsOVS(t, db, "geneve")
 }
+
+// A network of the agent's name bound to another adapter is not adopted: the agent stops
+// and says how to remove it, and touches neither HNS nor OVS.
+func TestWindowsStartupRefusesForeignNetwork(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db := ovstest.Start(t)
+	m := windowsHost()
+	m.AddAdapter("Ethernet1", winMAC, true, hns.IPConfig{})
+	if _, err := m.CreateTransparentNetwork(ctx, "ovn-transparent", "Ethernet1"); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := setupChassis(ctx, windowsConfig("geneve"), db.Connect(), transparent(m))
+	if err == nil || !strings.Contains(err.Error(), "Remove-HnsNetwork") {
+		t.Fatalf("start-up with a foreign network: %v, want a refusal saying how to remove it", err)
+	}
+	if n := m.Networks(); len(n) != 1 || n[0].Adapter != "Ethernet1" || len(n[0].Extensions) != 0 {
+		t.Errorf("HNS networks after the refusal: %+v", n)
+	}
+	if _, err := db.TryVsctl("br-exists", "br-phy"); err == nil {
+		t.Error("br-phy exists after the refusal")
+	}
+}
