@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"golang.org/x/sys/windows/svc"
 )
@@ -35,38 +36,42 @@ type handler struct {
 	err error
 }
 
-// Execute is the service's main loop, on the goroutine svc.Run gives it.
+// Execute is the service's main loop, on the goroutine svc.Run gives it; serve does the
+// work, this only translates requests and states.
 func (h *handler) Execute(_ []string, req <-chan svc.ChangeRequest, status chan<- svc.Status) (bool, uint32) {
-	status <- svc.Status{State: svc.StartPending}
-	ctx, cancel := context.WithCancel(h.ctx)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- h.fn(ctx) }()
 	const accepts = svc.AcceptStop | svc.AcceptShutdown
-	status <- svc.Status{State: svc.Running, Accepts: accepts}
-	for {
-		select {
-		case err := <-done:
-			return h.finish(err, status)
-		case c := <-req:
-			switch c.Cmd {
-			case svc.Interrogate:
-				status <- c.CurrentStatus
-			case svc.Stop, svc.Shutdown:
-				status <- svc.Status{State: svc.StopPending}
-				cancel()
-				return h.finish(<-done, status)
+	stop := make(chan struct{})
+	var once sync.Once
+	quit := make(chan struct{})
+	defer close(quit)
+	go func() {
+		for {
+			select {
+			case <-quit:
+				return
+			case c := <-req:
+				switch c.Cmd {
+				case svc.Interrogate:
+					status <- c.CurrentStatus
+				case svc.Stop, svc.Shutdown:
+					once.Do(func() { close(stop) })
+				}
 			}
 		}
-	}
-}
-
-// finish records fn's result: a failure is a service-specific exit code (1), so the
-// manager's recovery actions (restart) apply.
-func (h *handler) finish(err error, status chan<- svc.Status) (bool, uint32) {
-	h.err = err
-	status <- svc.Status{State: svc.StopPending}
-	if err != nil {
+	}()
+	h.err = serve(h.ctx, h.fn, stop, func(s State) {
+		switch s {
+		case StartPending:
+			status <- svc.Status{State: svc.StartPending}
+		case Running:
+			status <- svc.Status{State: svc.Running, Accepts: accepts}
+		case StopPending:
+			status <- svc.Status{State: svc.StopPending}
+		}
+	})
+	// A failure is a service-specific exit code (1), so the manager's recovery actions
+	// (restart) apply.
+	if h.err != nil {
 		return true, 1
 	}
 	return false, 0
