@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/ovn-transparent/ovn-transparent/images"
+	"github.com/ovn-transparent/ovn-transparent/test/harness"
 )
 
 // The daemons of the cluster run as the ServiceAccounts of images/manifests, with the roles
@@ -57,6 +58,16 @@ func (c *Cluster) setUpServiceAccounts(ctx context.Context) error {
 	}
 	c.sa.masterKubeconfig = c.Run.Path("kube", "kubeconfig-"+images.MasterServiceAccount)
 	return withToken(c.Kube.Kubeconfig, c.sa.masterKubeconfig, c.sa.masterToken)
+}
+
+// ServiceAccountKubeconfig mints a token for the ServiceAccount name of images.Namespace
+// (which must exist) and writes to dst the admin kubeconfig of k with that token instead.
+func ServiceAccountKubeconfig(ctx context.Context, k *harness.Kube, name, dst string) error {
+	token, err := ServiceAccountToken(ctx, k.RESTConfig(), name)
+	if err != nil {
+		return err
+	}
+	return withToken(k.Kubeconfig, dst, token)
 }
 
 // agentKubeconfig returns a kubeconfig for n's agent: the admin kubeconfig that reaches the
