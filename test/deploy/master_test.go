@@ -15,6 +15,7 @@ import (
 
 	"github.com/ovn-transparent/ovn-transparent/images"
 	"github.com/ovn-transparent/ovn-transparent/internal/annotations"
+	"github.com/ovn-transparent/ovn-transparent/master/controller"
 	"github.com/ovn-transparent/ovn-transparent/test/cluster"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 )
@@ -24,7 +25,7 @@ import (
 // ovn-transparent/ovnt-master. One leads and serves a node; when it stops, it releases the
 // Lease and the other takes over and serves the next node. The Role's create, get and
 // update of that one Lease are all used (the end-to-end cluster runs one master without
-// leader election).
+// leader election). The Warning Events the master writes on bad input are checked too.
 func TestMasterLeaderElectionAsServiceAccount(t *testing.T) {
 	harness.Require(t, "ovsdb-server", "ovn-northd", "ovn-nbctl", "etcd")
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
@@ -110,4 +111,23 @@ func TestMasterLeaderElectionAsServiceAccount(t *testing.T) {
 	wait("the second master leads", func() bool { h := holder(); return h != "" && h != first })
 	createNode("node2")
 	wait("node2 served by the second master", served("node2"))
+
+	// Bad input becomes a Warning Event, which the account may write.
+	bad := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node3", Annotations: map[string]string{annotations.NodeSubnetKey: "not a subnet"}}}
+	if _, err := client.CoreV1().Nodes().Create(ctx, bad, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	wait("a Warning Event on node3", func() bool {
+		events, err := client.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false
+		}
+		for _, e := range events.Items {
+			if e.InvolvedObject.Name == "node3" && e.Type == corev1.EventTypeWarning &&
+				e.Reason == controller.ReasonInvalidNodeSubnet && e.Source.Component == controller.Component {
+				return true
+			}
+		}
+		return false
+	})
 }
