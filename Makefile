@@ -12,7 +12,7 @@ LDFLAGS     := -X github.com/ovn-transparent/ovn-transparent/internal/cliapp.ver
 TEST_FLAGS  ?= -count=1 -timeout 30m
 export OVNT_CACHE_DIR ?= /var/cache/ovn-transparent
 
-.PHONY: all build build-windows models lint deps kube-binaries test test-unit bench sandbox sandbox-down clean
+.PHONY: all build build-windows models lint lint-deploy deps kube-binaries test test-unit bench sandbox sandbox-down clean
 
 all: build
 
@@ -36,6 +36,11 @@ lint:
 	$(GO) vet ./...
 	GOOS=windows $(GO) vet ./...
 	GOOS=windows $(GO) build ./...
+
+# The Ansible playbooks: ansible-lint (production profile), syntax checks, and the master and
+# Linux node playbooks in check mode against this machine; offline, from Debian packages.
+lint-deploy: build
+	bash ansible/ci.sh
 
 deps:
 	bash hack/install-deps.sh

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/ovn-transparent/ovn-transparent/images"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 	"github.com/ovn-transparent/ovn-transparent/test/kubelet"
 )
@@ -46,6 +47,7 @@ type Cluster struct {
 
 	opts   Options
 	master *harness.Proc
+	sa     serviceAccounts // the daemons run as the manifests' ServiceAccounts (rbac.go)
 }
 
 // Node is one node of the cluster.
@@ -81,6 +83,9 @@ func Start(ctx context.Context, r *harness.Run, opts Options) (*Cluster, error) 
 	}
 	var err error
 	if c.Kube, err = r.StartKube(ctx, harness.KubeOptions{ServiceCIDR: opts.ServiceCIDR}); err != nil {
+		return nil, err
+	}
+	if err := c.setUpServiceAccounts(ctx); err != nil {
 		return nil, err
 	}
 	if c.Central, err = r.StartOVNCentral(ctx); err != nil {
@@ -123,7 +128,8 @@ func (c *Cluster) Node(name string) *Node {
 // StartMaster starts ovnt-master (again, after StopMaster or KillMaster).
 func (c *Cluster) StartMaster(ctx context.Context) error {
 	args := append([]string{
-		"--kubeconfig", c.Kube.Kubeconfig,
+		"--kubeconfig", c.sa.masterKubeconfig,
+		"--leader-elect-namespace", images.Namespace,
 		"--nb-address", c.Central.NBRemote,
 		"--cluster-cidr", c.opts.ClusterCIDR,
 		"--service-cidr", c.opts.ServiceCIDR,
@@ -195,9 +201,13 @@ func (c *Cluster) addNode(ctx context.Context, name string) (*Node, error) {
 
 // StartAgent starts the node's ovnt-node (again, after StopAgent or KillAgent).
 func (n *Node) StartAgent(ctx context.Context) error {
+	kubeconfig, err := n.agentKubeconfig()
+	if err != nil {
+		return err
+	}
 	args := append([]string{
 		"--node-name", n.Name,
-		"--kubeconfig", n.Kubeconfig,
+		"--kubeconfig", kubeconfig,
 		"--sb-address", n.SBRemote,
 		"--ovs-address", n.OVSRemote,
 		"--encap-ip", n.IP,

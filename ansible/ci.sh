@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Checks the playbooks, offline, as CI does (make lint-deploy): ansible-lint with the
+# production profile, a syntax check of every playbook, and the master and Linux node
+# playbooks in check mode against this machine. Needs the Debian packages ansible and
+# ansible-lint (installed here when missing and run as root); no Galaxy, no PyPI.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+missing=()
+for p in ansible ansible-lint; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "ansible/ci.sh: missing Debian packages: ${missing[*]}; run as root" >&2
+		exit 1
+	fi
+	echo "ansible/ci.sh: installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+if [ ! -x ../_output/bin/ovnt-master ] || [ ! -x ../_output/bin/ovnt-node ] || [ ! -x ../_output/bin/ovnt-cni ]; then
+	echo "ansible/ci.sh: run make build first (the check-mode runs copy _output/bin)" >&2
+	exit 1
+fi
+
+export ANSIBLE_CONFIG=$PWD/ansible.cfg ANSIBLE_NOCOLOR=1 ANSIBLE_FORCE_COLOR=0 PY_COLORS=0
+# ansible-lint keeps its cache in $HOME/.cache; nothing is downloaded with offline: true.
+echo "== ansible-lint (production profile)"
+ansible-lint --nocolor playbooks/ roles/
+
+echo "== syntax check"
+for pb in playbooks/*.yml; do
+	ansible-playbook -i inventory/example/hosts.yml --syntax-check "$pb" >/dev/null
+	echo "ok: $pb"
+done
+
+# The flags the roles pass must be flags of the binaries, with values of the right type:
+# each rendered command line is given to the binary with --help, which parses the flags
+# (and refuses unknown ones) and exits instead of running.
+echo "== rendered command lines against the binaries"
+render=$(mktemp -d)
+trap 'rm -rf "$render"' EXIT
+ansible-playbook -i ci/render-inventory.yml -e "ovnt_render_dir=$render" ci/render.yml >/dev/null
+exec_args() { # the arguments of the ExecStart= of a unit, one per line, %d as a path
+	sed -n '/^ExecStart=/,/[^\\]$/p' "$1" | sed -e 's/^ExecStart=[^ ]*//' -e 's/\\$//' -e 's/%d/\/run\/credentials/' | xargs -n1
+}
+for unit in ovnt-master ovnt-node; do
+	mapfile -t args < <(exec_args "$render/$unit.service")
+	[ ${#args[@]} -gt 4 ] || { echo "ansible/ci.sh: no ExecStart arguments in $unit.service" >&2; exit 1; }
+	../_output/bin/$unit "${args[@]}" --help >/dev/null
+	echo "ok: $unit.service (${#args[@]} arguments)"
+done
+mapfile -t args < "$render/ovnt-node.windows.args"
+../_output/bin/ovnt-node "${args[@]}" --help >/dev/null
+echo "ok: Windows ovnt-node service (${#args[@]} arguments)"
+# OVN central: every option is one ovn-ctl knows; only the joining members name a remote.
+known=$({ /usr/share/ovn/scripts/ovn-ctl --help 2>&1 || true; } | grep -o -- '--[a-z0-9-]*' | sort -u)
+for m in central1 central2 central3; do
+	f=$render/ovn-central.$m
+	(set -a; . "$f"; for o in $OVN_CTL_OPTS; do
+		grep -qx -- "${o%%=*}" <<<"$known" || { echo "ansible/ci.sh: ovn-ctl has no option ${o%%=*} ($m)" >&2; exit 1; }
+	done)
+	remote=$(grep -c -- '--db-nb-cluster-remote-addr' "$f" || true)
+	want=1; [ $m = central1 ] && want=0
+	[ "$remote" = $want ] || { echo "ansible/ci.sh: $m: $remote cluster remote lines, want $want" >&2; cat "$f" >&2; exit 1; }
+done
+echo "ok: ovn-central options of a 3-member RAFT cluster"
+
+# Check mode: every task runs its check, nothing changes on this machine. Facts and the
+# apt cache are read; services are looked at but not started.
+# The whole output is shown only when a run fails; service tasks fail harmlessly here (see
+# README.md), which would only be noise otherwise.
+for pb in master linux_node; do
+	echo "== check mode: $pb against localhost"
+	if ! ansible-playbook -i localhost, -c local --check -e @ci/vars.yml \
+		-e ovnt_target=localhost "playbooks/$pb.yml" >"$render/$pb.out" 2>&1; then
+		cat "$render/$pb.out"
+		exit 1
+	fi
+	grep -A1 '^PLAY RECAP' "$render/$pb.out" | tail -n 1
+done

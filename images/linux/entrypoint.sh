@@ -1,0 +1,50 @@
+#!/bin/sh
+# Runs one part of a Linux node in the foreground, for one container of the node DaemonSet:
+#   ovs             ovsdb-server and ovs-vswitchd (the host's openvswitch kernel module)
+#   ovn-controller  waits for the OVS database, then runs ovn-controller; the SB address and
+#                   the encapsulation come from the Open_vSwitch table, which ovnt-node fills
+#   node            ovnt-node (configured through OVNT_* variables)
+#   master          ovnt-master
+set -eu
+
+ovs_run=/var/run/openvswitch
+
+wait_for_ovsdb() {
+	while [ ! -S "$ovs_run/db.sock" ]; do
+		echo "waiting for $ovs_run/db.sock" >&2
+		sleep 2
+	done
+}
+
+alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+case "${1:-node}" in
+ovs)
+	# ovs-ctl creates or upgrades the database and starts both daemons; it stops them again
+	# when the container is told to stop, so the next start finds no stale pid files.
+	trap '/usr/share/openvswitch/scripts/ovs-ctl stop; exit 0' TERM INT
+	/usr/share/openvswitch/scripts/ovs-ctl start --no-monitor
+	while alive "$ovs_run/ovsdb-server.pid" && alive "$ovs_run/ovs-vswitchd.pid"; do
+		sleep 5 &
+		wait $! || true
+	done
+	echo "ovsdb-server or ovs-vswitchd exited" >&2
+	exit 1
+	;;
+ovn-controller)
+	wait_for_ovsdb
+	mkdir -p /var/run/ovn
+	exec ovn-controller "unix:$ovs_run/db.sock" --pidfile=/var/run/ovn/ovn-controller.pid \
+		-vconsole:info -vfile:off
+	;;
+node)
+	exec /usr/local/bin/ovnt-node
+	;;
+master)
+	exec /usr/local/bin/ovnt-master
+	;;
+*)
+	echo "usage: ovnt-entrypoint ovs|ovn-controller|node|master" >&2
+	exit 2
+	;;
+esac

@@ -1,0 +1,98 @@
+//go:build linux
+
+package deploy
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/ovn-transparent/ovn-transparent/images"
+	"github.com/ovn-transparent/ovn-transparent/test/cluster"
+)
+
+// TestManifestsFlags gives each OVNT_* variable of the workloads, with its value (from the
+// ConfigMap where it comes from there), to the binary the container runs as the flag it
+// stands for: a misspelt or removed flag, or a value of the wrong type, fails here rather
+// than on a node. The Windows container is checked against the Linux build of ovnt-node: both
+// have the flags of node/config.go.
+func TestManifestsFlags(t *testing.T) {
+	binDir := os.Getenv("OVNT_BIN_DIR")
+	if binDir == "" {
+		binDir = t.TempDir()
+		if err := cluster.BuildBinaries(t.Context(), binDir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := images.Objects()
+	if err != nil {
+		t.Fatal(err)
+	}
+	config, _, _ := unstructured.NestedStringMap(findObject(t, all, "ConfigMap", "ovnt-config").Object, "data")
+	checked := 0
+	for _, o := range all {
+		containers, found, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+		if !found {
+			continue
+		}
+		for _, c := range containers {
+			cm := c.(map[string]any)
+			bin := binaryOf(cm)
+			if bin != "ovnt-master" && bin != "ovnt-node" {
+				continue
+			}
+			args := []string{}
+			envs, _ := cm["env"].([]any)
+			for _, e := range envs {
+				em := e.(map[string]any)
+				name := em["name"].(string)
+				if !strings.HasPrefix(name, "OVNT_") {
+					continue
+				}
+				value, ok := em["value"].(string)
+				if !ok {
+					key, found, _ := unstructured.NestedString(em, "valueFrom", "configMapKeyRef", "key")
+					value, ok = config[key]
+					if !found || !ok {
+						value = "node1" // from the downward API: the node name
+					}
+				}
+				flag := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(name, "OVNT_"), "_", "-"))
+				args = append(args, "--"+flag+"="+value)
+			}
+			// --help after the flags: they are parsed (and refused if unknown or of the wrong
+			// type), then the binary prints its help instead of running.
+			out, err := exec.CommandContext(t.Context(), filepath.Join(binDir, bin), append(args, "--help")...).CombinedOutput()
+			if err != nil {
+				t.Errorf("%s %s container %s: %s %v: %v\n%s", o.GetKind(), o.GetName(), cm["name"], bin, args, err, firstLine(out))
+			}
+			checked++
+		}
+	}
+	if checked != 3 {
+		t.Errorf("checked %d containers running ovnt-master or ovnt-node, want 3 (master, Linux node, Windows node)", checked)
+	}
+}
+
+// binaryOf names the ovn-transparent binary a container runs, from its command.
+func binaryOf(c map[string]any) string {
+	cmd, _ := c["command"].([]any)
+	for _, a := range cmd {
+		s, _ := a.(string)
+		for _, bin := range []string{"ovnt-master", "ovnt-node"} {
+			if strings.HasSuffix(s, "/"+bin) || strings.Contains(s, `\`+bin+".exe") {
+				return bin
+			}
+		}
+	}
+	return ""
+}
+
+func firstLine(b []byte) string {
+	s, _, _ := strings.Cut(string(b), "\n")
+	return s
+}

@@ -1,0 +1,244 @@
+//go:build linux
+
+// Package deploy tests the deployment files: the Kubernetes manifests (images/manifests)
+// against a real API server, what their roles grant, and the image Dockerfiles against what
+// `make build` produces. The Ansible playbooks are checked by ansible/ci.sh (make
+// lint-deploy).
+package deploy
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/ovn-transparent/ovn-transparent/images"
+	"github.com/ovn-transparent/ovn-transparent/test/cluster"
+	"github.com/ovn-transparent/ovn-transparent/test/harness"
+)
+
+// TestManifestsDryRun applies every manifest with a server-side dry run: the API server
+// decodes, defaults, validates and admits each object as it would for real. The Namespace
+// and RBAC objects are applied for real first, since objects in a namespace that does not
+// exist are refused. A broken copy of the Windows DaemonSet must be refused too, which
+// shows the dry run validates what matters there.
+func TestManifestsDryRun(t *testing.T) {
+	ctx := t.Context()
+	r := harness.NewTestRun(t)
+	kube, err := r.StartKube(ctx, harness.KubeOptions{APIServerOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rbac, err := images.RBACObjects()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.ApplyObjects(ctx, kube.RESTConfig(), rbac, false); err != nil {
+		t.Fatal(err)
+	}
+	all, err := images.Objects()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	for _, o := range all {
+		if err := cluster.ApplyObjects(ctx, kube.RESTConfig(), []*unstructured.Unstructured{o}, true); err != nil {
+			t.Errorf("dry run: %v", err)
+		}
+		kinds[o.GetKind()]++
+	}
+	for kind, n := range map[string]int{"Namespace": 1, "ServiceAccount": 2, "ClusterRole": 2, "Role": 1,
+		"ConfigMap": 1, "Deployment": 1, "DaemonSet": 2} {
+		if kinds[kind] != n {
+			t.Errorf("%d %s objects in the manifests, want %d", kinds[kind], kind, n)
+		}
+	}
+
+	// A HostProcess pod must use the host network: the API server refuses it otherwise.
+	win := findObject(t, all, "DaemonSet", "ovnt-node-windows")
+	if err := unstructured.SetNestedField(win.Object, false, "spec", "template", "spec", "hostNetwork"); err != nil {
+		t.Fatal(err)
+	}
+	err = cluster.ApplyObjects(ctx, kube.RESTConfig(), []*unstructured.Unstructured{win}, true)
+	if err == nil || !strings.Contains(err.Error(), "hostNetwork") {
+		t.Errorf("dry run of a HostProcess DaemonSet without the host network: got %v, want a hostNetwork error", err)
+	}
+}
+
+// TestManifestsWorkloads checks what the API server cannot: each workload runs as its own
+// ServiceAccount, on its OS, and the master with leader election on the Lease its Role
+// grants.
+func TestManifestsWorkloads(t *testing.T) {
+	all, err := images.Objects()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ kind, name, sa, os string }{
+		{"Deployment", "ovnt-master", images.MasterServiceAccount, "linux"},
+		{"DaemonSet", "ovnt-node-linux", images.NodeServiceAccount, "linux"},
+		{"DaemonSet", "ovnt-node-windows", images.NodeServiceAccount, "windows"},
+	} {
+		o := findObject(t, all, c.kind, c.name)
+		if o.GetNamespace() != images.Namespace {
+			t.Errorf("%s %s in namespace %q, want %q", c.kind, c.name, o.GetNamespace(), images.Namespace)
+		}
+		sa, _, _ := unstructured.NestedString(o.Object, "spec", "template", "spec", "serviceAccountName")
+		if sa != c.sa {
+			t.Errorf("%s %s runs as %q, want %q", c.kind, c.name, sa, c.sa)
+		}
+		os, _, _ := unstructured.NestedString(o.Object, "spec", "template", "spec", "nodeSelector", "kubernetes.io/os")
+		if os != c.os {
+			t.Errorf("%s %s: nodeSelector kubernetes.io/os=%q, want %q", c.kind, c.name, os, c.os)
+		}
+		hostNet, _, _ := unstructured.NestedBool(o.Object, "spec", "template", "spec", "hostNetwork")
+		if !hostNet {
+			t.Errorf("%s %s is not on the host network: it would need the pod network it sets up", c.kind, c.name)
+		}
+	}
+	win := findObject(t, all, "DaemonSet", "ovnt-node-windows")
+	if hp, _, _ := unstructured.NestedBool(win.Object, "spec", "template", "spec", "securityContext", "windowsOptions", "hostProcess"); !hp {
+		t.Error("the Windows DaemonSet is not a HostProcess pod")
+	}
+
+	master := findObject(t, all, "Deployment", "ovnt-master")
+	env := containerEnv(t, master, "ovnt-master")
+	if env["OVNT_LEADER_ELECT"] != "true" {
+		t.Errorf("master OVNT_LEADER_ELECT=%q, want true (the Deployment has several replicas)", env["OVNT_LEADER_ELECT"])
+	}
+	if env["OVNT_LEADER_ELECT_NAMESPACE"] != images.Namespace || env["OVNT_LEADER_ELECT_NAME"] != "ovnt-master" {
+		t.Errorf("master Lease %s/%s, but its Role grants %s/ovnt-master", env["OVNT_LEADER_ELECT_NAMESPACE"], env["OVNT_LEADER_ELECT_NAME"], images.Namespace)
+	}
+	if n, _, _ := unstructured.NestedInt64(master.Object, "spec", "replicas"); n < 2 {
+		t.Errorf("master replicas %d, want at least 2", n)
+	}
+}
+
+func findObject(t *testing.T, objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() == kind && o.GetName() == name {
+			return o.DeepCopy()
+		}
+	}
+	t.Fatalf("no %s %s in the manifests", kind, name)
+	return nil
+}
+
+// containerEnv returns the literal environment values of a workload's container.
+func containerEnv(t *testing.T, o *unstructured.Unstructured, container string) map[string]string {
+	t.Helper()
+	cs, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+	for _, c := range cs {
+		cm, _ := c.(map[string]any)
+		if cm["name"] != container {
+			continue
+		}
+		env := map[string]string{}
+		list, _ := cm["env"].([]any)
+		for _, e := range list {
+			em, _ := e.(map[string]any)
+			name, _ := em["name"].(string)
+			value, _ := em["value"].(string)
+			env[name] = value
+		}
+		return env
+	}
+	t.Fatalf("%s %s has no container %s", o.GetKind(), o.GetName(), container)
+	return nil
+}
+
+// TestDockerfileCopies checks that every file the Dockerfiles COPY from the build context
+// (the repository root) is either in the repository or built there by `make build` or
+// `make build-windows`, as the Makefile says.
+func TestDockerfileCopies(t *testing.T) {
+	root := filepath.Join("..", "..")
+	built := makeOutputs(t, filepath.Join(root, "Makefile"))
+	dockerfiles, _ := filepath.Glob(filepath.Join(root, "images", "*", "Dockerfile"))
+	if len(dockerfiles) < 2 {
+		t.Fatalf("Dockerfiles: %v, want the Linux and the Windows one", dockerfiles)
+	}
+	for _, df := range dockerfiles {
+		srcs := copySources(t, df)
+		if len(srcs) == 0 {
+			t.Errorf("%s copies nothing", df)
+		}
+		for _, src := range srcs {
+			if strings.HasPrefix(src, "_output/") {
+				if !slices.Contains(built, src) {
+					t.Errorf("%s copies %s, which no make build target produces (they build %v)", df, src, built)
+				}
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(root, src)); err != nil {
+				t.Errorf("%s copies %s: %v", df, src, err)
+			}
+		}
+	}
+}
+
+// makeOutputs returns the files the Makefile's build and build-windows targets write
+// (their -o arguments), with $(BIN) expanded.
+func makeOutputs(t *testing.T, makefile string) []string {
+	t.Helper()
+	b, err := os.ReadFile(makefile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var outs []string
+	target := ""
+	re := regexp.MustCompile(`-o (\S+)`)
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(line, "\t") {
+			target, _, _ = strings.Cut(line, ":")
+			continue
+		}
+		if target != "build" && target != "build-windows" {
+			continue
+		}
+		if m := re.FindStringSubmatch(line); m != nil {
+			outs = append(outs, strings.ReplaceAll(m[1], "$(BIN)", "_output/bin"))
+		}
+	}
+	if len(outs) == 0 {
+		t.Fatal("no outputs found in the Makefile's build targets")
+	}
+	return outs
+}
+
+// copySources returns the build-context sources of the Dockerfile's COPY and ADD
+// instructions (not those copied from another stage).
+func copySources(t *testing.T, path string) []string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var srcs []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 3 || (!strings.EqualFold(fields[0], "COPY") && !strings.EqualFold(fields[0], "ADD")) {
+			continue
+		}
+		args := fields[1:]
+		fromStage := false
+		for len(args) > 0 && strings.HasPrefix(args[0], "--") {
+			fromStage = fromStage || strings.HasPrefix(args[0], "--from=")
+			args = args[1:]
+		}
+		if fromStage || len(args) < 2 {
+			continue
+		}
+		srcs = append(srcs, args[:len(args)-1]...)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return srcs
+}

@@ -1,0 +1,133 @@
+//go:build linux
+
+package deploy
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ovn-transparent/ovn-transparent/images"
+	"github.com/ovn-transparent/ovn-transparent/internal/annotations"
+	"github.com/ovn-transparent/ovn-transparent/master/controller"
+	"github.com/ovn-transparent/ovn-transparent/test/cluster"
+	"github.com/ovn-transparent/ovn-transparent/test/harness"
+)
+
+// TestMasterLeaderElectionAsServiceAccount runs two ovnt-master processes as the master
+// Deployment does: as the ovnt-master ServiceAccount, with leader election on the Lease
+// ovn-transparent/ovnt-master. One leads and serves a node; when it stops, it releases the
+// Lease and the other takes over and serves the next node. The Role's create, get and
+// update of that one Lease are all used (the end-to-end cluster runs one master without
+// leader election). The Warning Events the master writes on bad input are checked too.
+func TestMasterLeaderElectionAsServiceAccount(t *testing.T) {
+	harness.Require(t, "ovsdb-server", "ovn-northd", "ovn-nbctl", "etcd")
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	binDir := os.Getenv("OVNT_BIN_DIR")
+	if binDir == "" {
+		binDir = t.TempDir()
+		if err := cluster.BuildBinaries(ctx, binDir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := harness.NewTestRun(t)
+	central, err := r.StartOVNCentral(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube, err := r.StartKube(ctx, harness.KubeOptions{APIServerOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rbac, err := images.RBACObjects()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.ApplyObjects(ctx, kube.RESTConfig(), rbac, false); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := r.Path("kubeconfig-ovnt-master")
+	if err := cluster.ServiceAccountKubeconfig(ctx, kube, images.MasterServiceAccount, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	start := func(name string) *harness.Proc {
+		p, err := r.Start(harness.ProcSpec{Name: name, Path: filepath.Join(binDir, "ovnt-master"), Args: []string{
+			"--kubeconfig", kubeconfig, "--nb-address", central.NBRemote, "--resync-period", "0",
+			"--leader-elect", "--leader-elect-namespace", images.Namespace, "--leader-elect-name", "ovnt-master",
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	client := kube.Client()
+	wait := func(what string, cond func() bool) {
+		t.Helper()
+		wctx, wcancel := context.WithTimeout(ctx, time.Minute)
+		defer wcancel()
+		if err := harness.WaitFor(wctx, what, 100*time.Millisecond, func() (bool, error) { return cond(), nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	holder := func() string {
+		l, err := client.CoordinationV1().Leases(images.Namespace).Get(ctx, "ovnt-master", metav1.GetOptions{})
+		if err != nil || l.Spec.HolderIdentity == nil {
+			return ""
+		}
+		return *l.Spec.HolderIdentity
+	}
+	served := func(name string) func() bool {
+		return func() bool {
+			n, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			out, _ := central.NBCtl(ctx, "--bare", "--columns=name", "find", "logical_switch", "name="+name)
+			return err == nil && n.Annotations[annotations.NodeSubnetKey] != "" && strings.TrimSpace(out) == name
+		}
+	}
+	createNode := func(name string) {
+		t.Helper()
+		if _, err := client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	a := start("ovnt-master-a")
+	wait("a master leads", func() bool { return holder() != "" })
+	first := holder()
+	createNode("node1")
+	wait("node1 served", served("node1"))
+
+	b := start("ovnt-master-b")
+	defer b.Stop()
+	if err := a.Stop(); err != nil {
+		t.Logf("stopping the first master: %v", err)
+	}
+	wait("the second master leads", func() bool { h := holder(); return h != "" && h != first })
+	createNode("node2")
+	wait("node2 served by the second master", served("node2"))
+
+	// Bad input becomes a Warning Event, which the account may write.
+	bad := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node3", Annotations: map[string]string{annotations.NodeSubnetKey: "not a subnet"}}}
+	if _, err := client.CoreV1().Nodes().Create(ctx, bad, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	wait("a Warning Event on node3", func() bool {
+		events, err := client.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false
+		}
+		for _, e := range events.Items {
+			if e.InvolvedObject.Name == "node3" && e.Type == corev1.EventTypeWarning &&
+				e.Reason == controller.ReasonInvalidNodeSubnet && e.Source.Component == controller.Component {
+				return true
+			}
+		}
+		return false
+	})
+}
