@@ -52,9 +52,17 @@ for unit in ovnt-master ovnt-node; do
 	../_output/bin/$unit "${args[@]}" --help >/dev/null
 	echo "ok: $unit.service (${#args[@]} arguments)"
 done
-mapfile -t args < "$render/ovnt-node.windows.args"
-../_output/bin/ovnt-node "${args[@]}" --help >/dev/null
-echo "ok: Windows ovnt-node service (${#args[@]} arguments)"
+# The Windows service: its binary path is one command line, which Go splits into os.Args
+# by the Windows rules (ci/winargv.py does the same); first the quoting, then the flags.
+python3 ci/winargv.py "$render/ovnt-node.windows.quoting.path" "$render/ovnt-node.windows.quoting.json" >/dev/null
+echo "ok: Windows service binary path quoting"
+mapfile -t -d '' args < <(python3 ci/winargv.py "$render/ovnt-node.windows.path")
+[ "${args[0]:-}" = 'C:\ovn-transparent\bin\ovnt-node.exe' ] && [ ${#args[@]} -gt 4 ] || {
+	echo "ansible/ci.sh: unexpected Windows service binary path: $(cat "$render/ovnt-node.windows.path")" >&2
+	exit 1
+}
+../_output/bin/ovnt-node "${args[@]:1}" --help >/dev/null
+echo "ok: Windows ovnt-node service ($((${#args[@]} - 1)) arguments)"
 # OVN central: every option is one ovn-ctl knows; only the joining members name a remote.
 known=$({ /usr/share/ovn/scripts/ovn-ctl --help 2>&1 || true; } | grep -o -- '--[a-z0-9-]*' | sort -u)
 for m in central1 central2 central3; do
