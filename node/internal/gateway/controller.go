@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -90,14 +89,12 @@ func New(cfg Config, sw Switch, of openflow.Bridge, log logr.Logger) *Controller
 	}
 }
 
-// SetNodePorts is the hook for Services: from now on the bridge sends nps to the gateway
-// router. It replaces the previous set and returns at once; the flows follow in the
-// background. Nothing calls it yet.
+// SetNodePorts is the hook for Services (node/internal/services calls it): from now on the
+// bridge sends nps to the gateway router. It replaces the previous set and returns at once;
+// the flows follow in the background.
 func (c *Controller) SetNodePorts(nps []NodePort) {
 	nps = slices.Clone(nps)
-	slices.SortFunc(nps, func(a, b NodePort) int {
-		return cmp.Or(cmp.Compare(a.Protocol, b.Protocol), cmp.Compare(a.Port, b.Port))
-	})
+	slices.SortFunc(nps, NodePort.Compare)
 	nps = slices.Compact(nps)
 	c.mu.Lock()
 	c.nodePorts = nps

@@ -160,8 +160,8 @@ func TestControllerFollowsThePorts(t *testing.T) {
 	f.eventually("patch port gone", Flows(params(0)))
 
 	f.sw.set(brLocal, uplink, patchIface(patchPort))
-	f.c.SetNodePorts([]NodePort{{openflow.IPProtoTCP, 30080}, {openflow.IPProtoUDP, 30090}, {openflow.IPProtoTCP, 30080}})
-	f.eventually("node ports (the duplicate dropped)", Flows(params(patchPort, NodePort{openflow.IPProtoTCP, 30080}, NodePort{openflow.IPProtoUDP, 30090})))
+	f.c.SetNodePorts([]NodePort{{Protocol: openflow.IPProtoTCP, Port: 30080}, {Protocol: openflow.IPProtoUDP, Port: 30090}, {Protocol: openflow.IPProtoTCP, Port: 30080}})
+	f.eventually("node ports (the duplicate dropped)", Flows(params(patchPort, NodePort{Protocol: openflow.IPProtoTCP, Port: 30080}, NodePort{Protocol: openflow.IPProtoUDP, Port: 30090})))
 	f.c.SetNodePorts(nil)
 	f.eventually("no node ports", Flows(params(patchPort)))
 }

@@ -63,11 +63,25 @@ type Ports struct {
 	Patch uint32
 }
 
-// NodePort is a Service node port: what arrives from the physical network for the node IP
-// on it belongs to the gateway router's load balancers, not to the host.
+// NodePort is a Service's entry point on this node: what arrives from the physical network
+// for IP:Port belongs to the gateway router's load balancers, not to the host. IP is the zero
+// Addr for a NodePort (the node's own IP), or a Service's externalIP or LoadBalancer ingress
+// IP routed to this node.
 type NodePort struct {
 	Protocol uint8 // openflow.IPProtoTCP, IPProtoUDP or IPProtoSCTP
 	Port     uint16
+	IP       netip.Addr // zero: the node IP
+}
+
+// Compare orders node ports by protocol, port and IP (for stable flow sets).
+func (a NodePort) Compare(b NodePort) int {
+	if c := int(a.Protocol) - int(b.Protocol); c != 0 {
+		return c
+	}
+	if c := int(a.Port) - int(b.Port); c != 0 {
+		return c
+	}
+	return a.IP.Compare(b.IP)
 }
 
 // Params are everything the bridge's flows depend on.
@@ -78,8 +92,8 @@ type Params struct {
 	MAC    net.HardwareAddr
 	IP     netip.Addr
 	Tunnel Tunnel
-	// NodePorts are sent to the gateway router (ignored while there is no patch port, or
-	// when IP is not IPv4).
+	// NodePorts are sent to the gateway router (ignored while there is no patch port; the
+	// node's own IP when IP is not IPv4, and entries with an IP that is not IPv4).
 	NodePorts []NodePort
 }
 
@@ -159,17 +173,22 @@ func Flows(p Params) []openflow.Flow {
 	return flows
 }
 
-// nodePortFlows is the hook of Services: a NodePort's packets from the physical network go
-// to the gateway router, and its answers from the router go out untouched by conntrack
-// (the router's own conntrack holds the load balancer's state). Priority 110 puts them above
-// the zone's commits and lookups.
+// nodePortFlows is the hook of Services: a NodePort's (or an externalIP's, or a LoadBalancer
+// ingress IP's) packets from the physical network go to the gateway router, and its answers
+// from the router go out untouched by conntrack (the router's own conntrack holds the load
+// balancer's state). Priority 110 puts them above the zone's commits and lookups. Packets
+// for an externalIP come to the node's MAC: the network routes that IP via the node IP.
 func nodePortFlows(p Params) []openflow.Flow {
-	if !p.IP.Is4() {
-		return nil // the rules match IPv4 only
-	}
-	host := netip.PrefixFrom(p.IP, 32)
 	var flows []openflow.Flow
 	for _, np := range p.NodePorts {
+		ip := np.IP
+		if !ip.IsValid() {
+			ip = p.IP
+		}
+		if !ip.Is4() {
+			continue // the rules match IPv4 only
+		}
+		host := netip.PrefixFrom(ip, 32)
 		flows = append(flows,
 			openflow.Flow{Priority: 110,
 				Match: openflow.Match{InPort: p.Uplink, EthDst: p.MAC, EthType: openflow.EthTypeIPv4,
