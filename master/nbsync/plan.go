@@ -31,6 +31,11 @@ type Row struct {
 	// Parent is the row that references this one, for rows of non-root tables (ports,
 	// routes, NAT); zero for switches and routers. It may belong to another owner.
 	Parent owner.ID
+	// ReferencedBy are the rows that must reference this root row weakly (a load balancer
+	// in a load balancer group or on a router), for tables that have such referrers. They may
+	// belong to other owners. Diff links the row where a reference is missing and unlinks it
+	// from every other row that references it.
+	ReferencedBy []owner.ID
 }
 
 // View is what Diff reads of the database. Implementations return copies.
@@ -145,6 +150,14 @@ func Diff(ctx context.Context, v View, scope owner.Key, desired []Row) (*Plan, e
 			return nil, err
 		}
 	}
+	for _, r := range desired {
+		if len(tables[r.ID.Table()].referrers) == 0 {
+			continue
+		}
+		if err := p.reference(ctx, v, scope, state, r, staleUUIDs); err != nil {
+			return nil, err
+		}
+	}
 	if err := p.remove(ctx, v, stale, staleUUIDs); err != nil {
 		return nil, err
 	}
@@ -194,6 +207,14 @@ func validate(scope owner.Key, desired []Row) error {
 		}
 		if !info.root && !hasParent {
 			return fmt.Errorf("nbsync: %s: a %s row needs a parent", r.ID, a.table)
+		}
+		for _, ref := range r.ReferencedBy {
+			if err := ref.Validate(); err != nil {
+				return fmt.Errorf("nbsync: referrer of %s: %w", r.ID, err)
+			}
+			if !slices.Contains(info.referrers, ref.Table()) {
+				return fmt.Errorf("nbsync: %s: a %s row cannot reference a %s row", r.ID, ref.Table(), a.table)
+			}
 		}
 		if hasParent {
 			if err := r.Parent.Validate(); err != nil {

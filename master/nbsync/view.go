@@ -19,6 +19,9 @@ import (
 func ClientIndexes() map[string][]model.ClientIndex {
 	idx := map[string][]model.ClientIndex{}
 	for _, t := range TableNames() {
+		if owner.Unmarked(t) {
+			continue
+		}
 		idx[t] = []model.ClientIndex{{Columns: []model.ColumnKey{{Column: "external_ids", Key: owner.NameKey}}}}
 	}
 	return idx
@@ -37,6 +40,19 @@ func (v CacheView) Owned(ctx context.Context, k owner.Key) ([]model.Model, error
 	var out []model.Model
 	for _, table := range TableNames() {
 		probe := NewModel(table)
+		if owner.Unmarked(table) {
+			// A few rows at most, found by name.
+			rows, err := list(ctx, v.c, probe)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", table, err)
+			}
+			for _, m := range rows {
+				if key, ours := OwnerOf(m); ours && key == k {
+					out = append(out, m)
+				}
+			}
+			continue
+		}
 		a, _ := access(probe)
 		// Two single-key conditions rather than one two-key map, so that the cache answers
 		// the first from the client index on the owner name and checks the kind on the few
@@ -54,19 +70,32 @@ func (v CacheView) Owned(ctx context.Context, k owner.Key) ([]model.Model, error
 	return out, nil
 }
 
-// Referrers returns the cached rows of childTable's parent table that reference uuid.
+// Referrers returns the cached rows that reference uuid, a row of childTable: rows of its
+// parent table, or of the tables that reference a root table weakly.
 func (v CacheView) Referrers(ctx context.Context, childTable, uuid string) ([]model.Model, error) {
 	info, ok := tables[childTable]
-	if !ok || info.root {
-		return nil, fmt.Errorf("nbsync: %s rows have no parent table", childTable)
+	if !ok || (info.root && len(info.referrers) == 0) {
+		return nil, fmt.Errorf("nbsync: %s rows have no referrers", childTable)
 	}
-	probe := NewModel(info.parent)
-	ref, err := refColumn(probe, childTable)
-	if err != nil {
-		return nil, err
+	from := info.referrers
+	if !info.root {
+		from = []string{info.parent}
 	}
-	api := v.c.WhereAll(probe, model.Condition{Field: ref, Function: ovsdb.ConditionIncludes, Value: []string{uuid}})
-	return list(ctx, api, probe)
+	var out []model.Model
+	for _, t := range from {
+		probe := NewModel(t)
+		ref, err := refColumn(probe, childTable)
+		if err != nil {
+			return nil, err
+		}
+		api := v.c.WhereAll(probe, model.Condition{Field: ref, Function: ovsdb.ConditionIncludes, Value: []string{uuid}})
+		rows, err := list(ctx, api, probe)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rows...)
+	}
+	return out, nil
 }
 
 // All returns every cached row of the tables the master writes.
