@@ -36,6 +36,10 @@ type Config struct {
 	// even when nothing changed in the database.
 	GatewayResync time.Duration
 
+	// LocalNodePorts makes the host's own connections to its node IP's NodePorts reach the
+	// Service (nf_tables on Linux).
+	LocalNodePorts bool
+
 	// ClusterCIDRs and ServiceCIDRs are routed from the node through the management port.
 	ClusterCIDRs []netip.Prefix
 	ServiceCIDRs []netip.Prefix
