@@ -138,19 +138,23 @@ func externalIPs(svc *corev1.Service) []netip.Addr {
 	return out
 }
 
-// localEndpoints counts the distinct addresses on node that the master's load balancers use:
-// ready ones (nil means ready); when the Service has no ready endpoint anywhere, the serving
-// and terminating ones; with publishNotReadyAddresses, all of them.
+// localEndpoints counts the distinct addresses on node that the master's load balancers use
+// (master/services: usable): ready and not terminating ones (nil Ready means ready); when
+// the Service has none anywhere, the serving (nil Serving: as Ready) and terminating ones;
+// with publishNotReadyAddresses, all of them. An endpoint's first address is its address.
 func localEndpoints(svc *corev1.Service, eps []*discovery.EndpointSlice, node string) int {
 	usable := func(e discovery.Endpoint, fallback bool) bool {
 		c := e.Conditions
+		ready := c.Ready == nil || *c.Ready
+		terminating := c.Terminating != nil && *c.Terminating
+		serving := c.Serving == nil && ready || c.Serving != nil && *c.Serving
 		switch {
 		case svc.Spec.PublishNotReadyAddresses:
 			return true
 		case !fallback:
-			return c.Ready == nil || *c.Ready
+			return ready && !terminating
 		default:
-			return c.Serving != nil && *c.Serving && c.Terminating != nil && *c.Terminating
+			return serving && terminating
 		}
 	}
 	count := func(fallback, onlyLocal bool) int {
@@ -160,12 +164,10 @@ func localEndpoints(svc *corev1.Service, eps []*discovery.EndpointSlice, node st
 				continue
 			}
 			for _, e := range s.Endpoints {
-				if !usable(e, fallback) || (onlyLocal && (e.NodeName == nil || *e.NodeName != node)) {
+				if len(e.Addresses) == 0 || !usable(e, fallback) || (onlyLocal && (e.NodeName == nil || *e.NodeName != node)) {
 					continue
 				}
-				for _, a := range e.Addresses {
-					seen[a] = true
-				}
+				seen[e.Addresses[0]] = true
 			}
 		}
 		return len(seen)

@@ -133,7 +133,8 @@ func TestDesiredHealthChecks(t *testing.T) {
 		// Two local addresses, one of them in two slices, a remote one, a not-ready one.
 		slice("ready", "ready-a", ep{addr: "10.244.1.5", node: "node1"}, ep{addr: "10.244.1.6", node: "node1", ready: yes},
 			ep{addr: "10.244.2.5", node: "node2"}, ep{addr: "10.244.1.7", node: "node1", ready: no}),
-		slice("ready", "ready-b", ep{addr: "10.244.1.6", node: "node1"}),
+		slice("ready", "ready-b", ep{addr: "10.244.1.6", node: "node1"},
+			ep{addr: "10.244.1.13", node: "node1", ready: yes, terminating: yes}), // terminating: not ready
 		slice("none-here", "x", ep{addr: "10.244.2.6", node: "node2"}),
 		// No ready endpoint anywhere: the serving and terminating one counts.
 		slice("fallback", "x", ep{addr: "10.244.1.8", node: "node1", ready: no, serving: yes, terminating: yes},
