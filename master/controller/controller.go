@@ -60,8 +60,11 @@ type Controller struct {
 	nodes   corelisters.NodeLister
 	pods    corelisters.PodLister
 	podsIdx cache.Indexer
-	synced  []cache.InformerSynced
-	queue   workqueue.TypedRateLimitingInterface[owner.Key]
+	// services and slicesIdx (EndpointSlices by Service key) feed the Service syncs.
+	services  corelisters.ServiceLister
+	slicesIdx cache.Indexer
+	synced    []cache.InformerSynced
+	queue     workqueue.TypedRateLimitingInterface[owner.Key]
 
 	// refills counts the NB cache refills (reconnections) seen, for logs and tests.
 	refills atomic.Int64
@@ -202,12 +205,18 @@ func (c *Controller) processNext(ctx context.Context) bool {
 func (c *Controller) sync(ctx context.Context, key owner.Key) error {
 	switch key.Kind {
 	case owner.Cluster:
-		_, err := c.apply(ctx, key, topology.Cluster(c.topo))
+		rows, err := c.clusterRows(ctx)
+		if err != nil {
+			return err
+		}
+		_, err = c.apply(ctx, key, rows)
 		return err
 	case owner.Node:
 		return c.syncNode(ctx, key.Name)
 	case owner.Pod:
 		return c.syncPod(ctx, key.Name)
+	case owner.Service:
+		return c.syncService(ctx, key.Name)
 	}
 	return nil
 }

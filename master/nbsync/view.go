@@ -135,3 +135,13 @@ func OwnerOf(m model.Model) (owner.Key, bool) {
 	id, ours, _ := owner.FromExternalIDs(*a.ids)
 	return id.Key, ours
 }
+
+// IDOf returns the ID marked on m, if m is one of the master's rows with valid marks.
+func IDOf(m model.Model) (owner.ID, bool) {
+	a, err := access(m)
+	if err != nil {
+		return owner.ID{}, false
+	}
+	id, ours, err := owner.FromExternalIDs(*a.ids)
+	return id, ours && err == nil
+}
