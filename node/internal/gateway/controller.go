@@ -37,6 +37,8 @@ type Config struct {
 	MAC          net.HardwareAddr
 	IP           netip.Addr
 	Tunnel       Tunnel
+	// NodePortGRIP is Params.NodePortGRIP.
+	NodePortGRIP netip.Addr
 	// Resync is how often the flows are checked against the bridge and put back even when
 	// nothing changed in the database (someone deleted them with ovs-ofctl); default 60s.
 	Resync time.Duration
@@ -156,7 +158,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	c.mu.Lock()
 	nps := c.nodePorts
 	c.mu.Unlock()
-	flows := Flows(Params{Ports: ports, MAC: c.cfg.MAC, IP: c.cfg.IP, Tunnel: c.cfg.Tunnel, NodePorts: nps})
+	flows := Flows(Params{Ports: ports, MAC: c.cfg.MAC, IP: c.cfg.IP, Tunnel: c.cfg.Tunnel,
+		NodePortGRIP: c.cfg.NodePortGRIP, NodePorts: nps})
 	text := flowsText(flows)
 	if key == keyPorts && text == c.applied {
 		return nil

@@ -35,6 +35,10 @@ const (
 	tableReply = 1
 )
 
+// DefaultNodePortGRIP is the gateway routers' address of NodePorts (Params.NodePortGRIP)
+// that the master's load balancers use: link-local, never on a wire, the same on every node.
+const DefaultNodePortGRIP = "169.254.100.1"
+
 // Tunnel is the transport of the overlay's encapsulation: these packets belong to the host
 // (its kernel or OVS terminates the tunnel) and must never meet the zone's conntrack.
 type Tunnel struct {
@@ -92,6 +96,12 @@ type Params struct {
 	MAC    net.HardwareAddr
 	IP     netip.Addr
 	Tunnel Tunnel
+	// NodePortGRIP, if valid, is the address the gateway routers' load balancers have for
+	// NodePorts: a NodePort on the node IP is rewritten to it on its way to the patch port,
+	// and back on the answers. The node IP itself is the GR's SNAT address, and OVN 23.03
+	// (template VIPs) then unSNATs a NodePort's first packet and misses its force_snat
+	// (README.md). Zero: NodePorts keep the node IP.
+	NodePortGRIP netip.Addr
 	// NodePorts are sent to the gateway router (ignored while there is no patch port; the
 	// node's own IP when IP is not IPv4, and entries with an IP that is not IPv4).
 	NodePorts []NodePort
@@ -188,16 +198,22 @@ func nodePortFlows(p Params) []openflow.Flow {
 		if !ip.Is4() {
 			continue // the rules match IPv4 only
 		}
-		host := netip.PrefixFrom(ip, 32)
+		// gr is the address the GR knows the entry point by.
+		gr, in, back := ip, []openflow.Action{openflow.Output{Port: p.Patch}}, []openflow.Action{openflow.Output{Port: p.Uplink}}
+		if !np.IP.IsValid() && p.NodePortGRIP.Is4() {
+			gr = p.NodePortGRIP
+			in = append([]openflow.Action{openflow.SetIPv4Dst{IP: gr}}, in...)
+			back = append([]openflow.Action{openflow.SetIPv4Src{IP: ip}}, back...)
+		}
 		flows = append(flows,
 			openflow.Flow{Priority: 110,
 				Match: openflow.Match{InPort: p.Uplink, EthDst: p.MAC, EthType: openflow.EthTypeIPv4,
-					IPProto: np.Protocol, IPv4Dst: host, TPDst: np.Port},
-				Actions: []openflow.Action{openflow.Output{Port: p.Patch}}},
+					IPProto: np.Protocol, IPv4Dst: netip.PrefixFrom(ip, 32), TPDst: np.Port},
+				Actions: in},
 			openflow.Flow{Priority: 110,
 				Match: openflow.Match{InPort: p.Patch, EthSrc: p.MAC, EthType: openflow.EthTypeIPv4,
-					IPProto: np.Protocol, IPv4Src: host, TPSrc: np.Port},
-				Actions: []openflow.Action{openflow.Output{Port: p.Uplink}}})
+					IPProto: np.Protocol, IPv4Src: netip.PrefixFrom(gr, 32), TPSrc: np.Port},
+				Actions: back})
 	}
 	return flows
 }

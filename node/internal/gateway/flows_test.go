@@ -224,6 +224,38 @@ func TestFlowsNodePortHook(t *testing.T) {
 	}
 }
 
+// TestFlowsNodePortGRIP: with NodePortGRIP a NodePort on the node IP reaches the gateway
+// router at that address and its answers leave from the node IP again; externalIPs are not
+// rewritten.
+func TestFlowsNodePortGRIP(t *testing.T) {
+	gr := netip.MustParseAddr(DefaultNodePortGRIP)
+	vip := netip.MustParseAddr("192.0.2.10")
+	p := params(patchPort, NodePort{Protocol: openflow.IPProtoTCP, Port: 30080}, NodePort{Protocol: openflow.IPProtoTCP, Port: 80, IP: vip})
+	p.NodePortGRIP = gr
+	for _, f := range Flows(p) {
+		if err := f.Validate(); err != nil {
+			t.Errorf("%s: %v", f.String(), err)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		p    packet
+		want string
+	}{
+		{"to the NodePort", withCT(ipPkt(upPort, otherMAC, nodeMAC, openflow.IPProtoTCP, extIP, nodeIP, 40000, 30080), openflow.CTNew, 0),
+			"set_field:169.254.100.1->ip_dst,output:2"},
+		{"the GR's answer", ipPkt(patchPort, nodeMAC, otherMAC, openflow.IPProtoTCP, gr, extIP, 30080, 40000),
+			"set_field:172.18.0.1->ip_src,output:1"},
+		{"the GR's own connection from the node IP on that port", ipPkt(patchPort, nodeMAC, otherMAC, openflow.IPProtoTCP, nodeIP, extIP, 30080, 40000), commitOVN},
+		{"to the externalIP", withCT(ipPkt(upPort, otherMAC, nodeMAC, openflow.IPProtoTCP, extIP, vip, 40000, 80), openflow.CTNew, 0), "output:2"},
+		{"the externalIP's answer", ipPkt(patchPort, nodeMAC, otherMAC, openflow.IPProtoTCP, vip, extIP, 80, 40000), "output:1"},
+	} {
+		if got := trace(t, Flows(p), tc.p); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
 // TestFlowsIngressIP: an externalIP or LoadBalancer ingress IP with its port goes to the
 // gateway router like a NodePort, and only that IP and port; the node IP's port stays the
 // host's.
