@@ -18,6 +18,7 @@ import (
 	"github.com/ovn-org/libovsdb/client"
 	"github.com/ovn-org/libovsdb/model"
 	"golang.org/x/time/rate"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -98,7 +99,8 @@ func New(cfg Config, kube kubernetes.Interface, nb client.Client, recorder recor
 		ipam:     state,
 		log:      log,
 		recorder: recorder,
-		factory:  informers.NewSharedInformerFactory(kube, 0),
+		// Managed fields are most of an object's size and nothing here reads them.
+		factory: informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(stripManagedFields)),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedMaxOfRateLimiter[owner.Key](
 				// Transient failures (NB unreachable, a parent not created yet) retry
@@ -132,6 +134,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	if err := c.rebuild(ctx); err != nil {
 		return err
 	}
+	c.bulkSyncServices(ctx)
 	c.nb.Cache().AddEventHandler(&nbHandler{ctx: ctx, c: c})
 	if err := c.enqueueAll(ctx); err != nil {
 		return err
@@ -243,4 +246,12 @@ func (c *Controller) apply(ctx context.Context, key owner.Key, rows []nbsync.Row
 	}
 	c.log.V(2).Info("Applied", "key", key.String(), "changes", plan.String())
 	return plan, nil
+}
+
+// stripManagedFields drops metadata.managedFields from objects entering the informer caches.
+func stripManagedFields(obj any) (any, error) {
+	if m, ok := obj.(metav1.Object); ok {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
 }

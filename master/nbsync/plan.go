@@ -301,3 +301,47 @@ func (p *Plan) matchOrCreate(i int, r Row, keep model.Model) (*planned, error) {
 	}
 	return &planned{uuid: *k.uuid, model: keep, table: a.table}, nil
 }
+
+// Merge returns one plan doing what plans do, for one transaction: start-up syncs many owners
+// at once, and one transaction of many rows costs the NB far less than many of one row. The
+// named UUIDs of each plan are renamed apart. Plans of different owners touch different rows,
+// except for reference mutations, which merge cleanly.
+func Merge(plans ...*Plan) *Plan {
+	out := &Plan{}
+	for j, p := range plans {
+		rename := func(u string) string {
+			if strings.HasPrefix(u, "new_") {
+				return fmt.Sprintf("new_%d_%s", j, strings.TrimPrefix(u, "new_"))
+			}
+			return u
+		}
+		for _, m := range p.Create {
+			a, _ := access(m)
+			*a.uuid = rename(*a.uuid)
+			for t := range tables {
+				if col, err := refColumn(m, t); err == nil {
+					for i := range *col {
+						(*col)[i] = rename((*col)[i])
+					}
+				}
+			}
+			out.Create = append(out.Create, m)
+		}
+		for _, ls := range []struct{ from, to *[]Link }{{&p.Link, &out.Link}, {&p.Unlink, &out.Unlink}} {
+			for _, l := range *ls.from {
+				l.Child = rename(l.Child)
+				*ls.to = append(*ls.to, l)
+			}
+		}
+		out.Update = append(out.Update, p.Update...)
+		out.Delete = append(out.Delete, p.Delete...)
+		out.Created = append(out.Created, p.Created...)
+	}
+	// Children before parents, as in Diff.
+	slices.SortStableFunc(out.Create, func(a, b model.Model) int {
+		x, _ := access(a)
+		y, _ := access(b)
+		return cmp.Compare(boolInt(tables[x.table].root), boolInt(tables[y.table].root))
+	})
+	return out
+}

@@ -128,3 +128,22 @@ func TestDiffRejectsBadReferrers(t *testing.T) {
 		}
 	}
 }
+
+func TestMergeRenamesNamedUUIDsApart(t *testing.T) {
+	var plans []*Plan
+	for _, name := range []string{"ns/a", "ns/b"} {
+		tcp := nbdb.LoadBalancerProtocolTCP
+		r := Row{ID: owner.NewID(owner.Service, name, owner.ServiceClusterLB).WithScope("tcp"), ReferencedBy: []owner.ID{clusterLBG},
+			Model: &nbdb.LoadBalancer{Name: "Service_" + name + "_TCP_cluster", Protocol: &tcp}}
+		p, err := Diff(context.Background(), lbWorld(nil, nil, nil), r.ID.Key, []Row{r})
+		if err != nil {
+			t.Fatal(err)
+		}
+		plans = append(plans, p)
+	}
+	m := Merge(plans...)
+	a, b := m.Create[0].(*nbdb.LoadBalancer).UUID, m.Create[1].(*nbdb.LoadBalancer).UUID
+	if a == b || len(m.Link) != 2 || m.Link[0].Child != a || m.Link[1].Child != b {
+		t.Errorf("uuids %s %s, links %+v", a, b, m.Link)
+	}
+}

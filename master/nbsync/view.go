@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 
 	"github.com/ovn-org/libovsdb/client"
 	"github.com/ovn-org/libovsdb/model"
 	"github.com/ovn-org/libovsdb/ovsdb"
 
 	"github.com/ovn-transparent/ovn-transparent/master/owner"
+	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
 )
 
 // ClientIndexes are the libovsdb client indexes that make CacheView.Owned a lookup instead
@@ -83,19 +85,35 @@ func (v CacheView) Referrers(ctx context.Context, childTable, uuid string) ([]mo
 	}
 	var out []model.Model
 	for _, t := range from {
-		probe := NewModel(t)
-		ref, err := refColumn(probe, childTable)
-		if err != nil {
-			return nil, err
-		}
-		api := v.c.WhereAll(probe, model.Condition{Field: ref, Function: ovsdb.ConditionIncludes, Value: []string{uuid}})
-		rows, err := list(ctx, api, probe)
+		// A typed predicate over the cached rows: a condition on a set column would be
+		// evaluated by reflection over every element of every row, and the cluster load
+		// balancer group holds one UUID per Service.
+		api := v.c.WhereCache(refPredicate(t, childTable, uuid))
+		rows, err := list(ctx, api, NewModel(t))
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, rows...)
 	}
 	return out, nil
+}
+
+// refPredicate is a libovsdb cache predicate for rows of table whose reference column for
+// childTable holds uuid.
+func refPredicate(table, childTable, uuid string) any {
+	has := func(m model.Model) bool {
+		col, err := refColumn(m, childTable)
+		return err == nil && slices.Contains(*col, uuid)
+	}
+	switch table {
+	case owner.LogicalSwitch:
+		return func(m *nbdb.LogicalSwitch) bool { return has(m) }
+	case owner.LogicalRouter:
+		return func(m *nbdb.LogicalRouter) bool { return has(m) }
+	case owner.LoadBalancerGroup:
+		return func(m *nbdb.LoadBalancerGroup) bool { return has(m) }
+	}
+	return func(model.Model) bool { return false }
 }
 
 // All returns every cached row of the tables the master writes.
