@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ovn-org/libovsdb/model"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/ovsdb"
@@ -67,12 +68,13 @@ func (c *Controller) bulkSyncServices(ctx context.Context) {
 // returns how many Services had something to change.
 func (c *Controller) bulkApply(ctx context.Context, keys []string) (int, error) {
 	var plans []*nbsync.Plan
+	view := &memoView{nbView: c.view, owned: map[owner.Key][]model.Model{}}
 	for _, k := range keys {
 		rows, err := c.serviceRows(k)
 		if err != nil {
 			continue
 		}
-		plan, err := nbsync.Diff(ctx, c.view, owner.Key{Kind: owner.Service, Name: k}, rows)
+		plan, err := nbsync.Diff(ctx, view, owner.Key{Kind: owner.Service, Name: k}, rows)
 		if err != nil || plan.Empty() {
 			continue
 		}
@@ -93,4 +95,26 @@ func (c *Controller) bulkApply(ctx context.Context, keys []string) (int, error) 
 		return 0, errors.Join(errors.New("bulk service transaction"), err)
 	}
 	return len(plans), nil
+}
+
+// memoView remembers the rows of the Cluster and the Nodes, which every Service of a batch
+// looks up to find the rows that must reference its load balancers; within one batch they
+// do not change.
+type memoView struct {
+	nbView
+	owned map[owner.Key][]model.Model
+}
+
+func (v *memoView) Owned(ctx context.Context, k owner.Key) ([]model.Model, error) {
+	if k.Kind == owner.Service {
+		return v.nbView.Owned(ctx, k)
+	}
+	if rows, ok := v.owned[k]; ok {
+		return rows, nil
+	}
+	rows, err := v.nbView.Owned(ctx, k)
+	if err == nil {
+		v.owned[k] = rows
+	}
+	return rows, err
 }

@@ -43,6 +43,9 @@ func (v CacheView) Owned(ctx context.Context, k owner.Key) ([]model.Model, error
 	for _, table := range TableNames() {
 		probe := NewModel(table)
 		if owner.Unmarked(table) {
+			if !owner.HasNamed(k.Kind, table) {
+				continue
+			}
 			// A few rows at most, found by name.
 			rows, err := list(ctx, v.c, probe)
 			if err != nil {

@@ -119,6 +119,16 @@ func FromName(table, name string) (ID, bool) {
 	return id, ok
 }
 
+// HasNamed reports whether kind owns rows of table by name (FromName).
+func HasNamed(kind Kind, table string) bool {
+	for _, id := range named[table] {
+		if id.Kind == kind {
+			return true
+		}
+	}
+	return false
+}
+
 // Unmarked reports whether rows of table carry no external_ids; their ID comes from FromName.
 func Unmarked(table string) bool { return table == LoadBalancerGroup }
 
