@@ -292,3 +292,56 @@ func (e *env) traceLB(datapath, flow, lbDst string) string {
 	}
 	return string(out)
 }
+
+// TestServicesAcrossRestart: a master starting on an NB that holds Services' load
+// balancers (the start-up batch path) leaves exactly the rows the current Services want: a
+// Service deleted and a slice changed while no master ran are caught up, nothing is
+// duplicated, and the load balancers kept are the same rows.
+func TestServicesAcrossRestart(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	e := newEnv(t, ctx)
+	cfg := testConfig("10.244.0.0/16")
+	m := e.startMaster(cfg)
+	e.createNode("node1", chassisOf(1))
+	ports := []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}}
+	for _, name := range []string{"s1", "s2", "s3"} {
+		e.createService(name, corev1.ServiceTypeClusterIP, ports)
+		e.createSlice(name, name+"-x", []slicePort{{"http", corev1.ProtocolTCP, 8080}}, sliceEP{netip.MustParseAddr("10.244.0.10"), "node1", true})
+	}
+	e.eventually("three LBs with a backend", func() (bool, string) {
+		out := e.nbctl("--bare", "--columns=vips", "list", "load_balancer")
+		return strings.Count(out, "10.244.0.10:8080") == 3, out
+	})
+	e.settle(m)
+	keep := e.nbctl("--bare", "--columns=_uuid", "find", "load_balancer", `name="Service_default/s1_TCP_cluster"`)
+	m.stop()
+
+	if err := e.kube.CoreV1().Services("default").Delete(ctx, "s3", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := e.kube.DiscoveryV1().EndpointSlices("default").Get(ctx, "s2-x", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Endpoints[0].Addresses = []string{"10.244.0.11"}
+	if _, err := e.kube.DiscoveryV1().EndpointSlices("default").Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	m = e.startMaster(cfg)
+	e.eventually("s3 gone, s2 moved", func() (bool, string) {
+		names := e.names("load_balancer")
+		return len(names) == 3 && strings.Contains(e.lbGet("Service_default/s2_TCP_cluster"), "10.244.0.11:8080"), fmt.Sprint(names)
+	})
+	e.settle(m)
+	e.wantLBs("Service_default/kubernetes_TCP_cluster", "Service_default/s1_TCP_cluster", "Service_default/s2_TCP_cluster")
+	if got := e.nbctl("--bare", "--columns=_uuid", "find", "load_balancer", `name="Service_default/s1_TCP_cluster"`); got != keep {
+		t.Errorf("s1's load balancer was replaced: %s, was %s", got, keep)
+	}
+	if n := strings.Count(e.nbctl("--bare", "--columns=load_balancer", "list", "load_balancer_group"), "-") / 4; n != 3 {
+		t.Errorf("the group holds %d load balancers, want 3", n)
+	}
+	e.checkEveryRowOwned()
+}
