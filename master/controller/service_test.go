@@ -134,6 +134,14 @@ func TestServices(t *testing.T) {
 		return strings.Contains(out, fmt.Sprintf(`"^NODEIP:%d"=`, np)) && strings.Contains(out, `template="true"`), out
 	})
 	e.wantLBs("Service_default/empty_TCP_cluster", "Service_default/kubernetes_TCP_cluster", "Service_default/web_TCP_cluster")
+	// The ClusterIP of a load balancer that now has template VIPs still works (ovn-trace
+	// warns about the template flows it cannot parse and goes on).
+	if out := e.traceLB("node1", flow(vip, "tcp && tcp.src == 33333 && tcp.dst == 80"), ipB.String()+":8081"); !strings.Contains(out, `output("default_b")`) {
+		t.Errorf("ClusterIP of a NodePort Service:\n%s", out)
+	}
+	if out, err := e.central.SBCtl(e.ctx, "lflow-list", "node1"); err != nil || !strings.Contains(out, fmt.Sprintf("ip4.dst == ^NODEIP && tcp.dst == %d", np)) {
+		t.Errorf("no templated NodePort flow on node1's switch (%v)", err)
+	}
 	if out := e.nbctl("--bare", "--columns=variables", "find", "chassis_template_var", "chassis=chassis-1"); out != "NODEIP=172.18.0.1" {
 		t.Errorf("chassis-1 template variables %q", out)
 	}
