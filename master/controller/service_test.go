@@ -131,8 +131,19 @@ func TestServices(t *testing.T) {
 	np := web.Spec.Ports[0].NodePort
 	e.eventually("NodePort template", func() (bool, string) {
 		out := e.lbGet("Service_default/web_TCP_cluster")
-		return strings.Contains(out, fmt.Sprintf(`"^NODEIP:%d"=`, np)) && strings.Contains(out, `template="true"`), out
+		return strings.Contains(out, fmt.Sprintf(`"^NODEIP:%d"=`, np)) && strings.Contains(out, `template="true"`) &&
+			strings.Contains(out, fmt.Sprintf(`"169.254.100.1:%d"=`, np)), out
 	})
+	// From outside, the node agent's bridge rewrites nodeIP:nodePort to 169.254.100.1 for the
+	// GR (a template VIP on the GR misses lb_force_snat_ip, see services.NodePortGatewayIP).
+	npFlow := fmt.Sprintf(`inport == "rtoe-GR_node1" && eth.src == 0a:00:00:00:00:99 && eth.dst == %s && ip4.src == 172.18.0.100 && ip4.dst == 169.254.100.1 && ip.ttl == 64 && tcp && tcp.src == 33333 && tcp.dst == %d`,
+		chassisOf(1).GatewayMAC, np)
+	e.nbctl("--wait=sb", "sync")
+	if full, err := exec.CommandContext(e.ctx, "ovn-trace", "--db="+e.central.SBRemote, "--ct=new", "--ct=new", "--ct=new", "--ct=new", "GR_node1", npFlow).CombinedOutput(); err != nil ||
+		!containsFields(strings.ReplaceAll(string(full), ",", " "), "ct_lb_mark(backends="+min(ipA.String()+":8080", ipB.String()+":8081"),
+			max(ipA.String()+":8080", ipB.String()+":8081")+";", "force_snat);") {
+		t.Errorf("external -> NodePort on GR_node1 is not load-balanced with force SNAT: %v\n%s", err, full)
+	}
 	e.wantLBs("Service_default/empty_TCP_cluster", "Service_default/kubernetes_TCP_cluster", "Service_default/web_TCP_cluster")
 	// The ClusterIP of a load balancer that now has template VIPs still works (ovn-trace
 	// warns about the template flows it cannot parse and goes on).

@@ -27,6 +27,15 @@ const ProxyNameLabel = "service.kubernetes.io/service-proxy-name"
 // NodePort VIPs of cluster load balancers are "^NODEIP:<nodePort>".
 const NodeIPVar = "NODEIP"
 
+// NodePortGatewayIP is the address of every NodePort on the gateway routers. The node
+// agent's gateway bridge rewrites the node IP to it on the way in and back on the way out
+// (node/internal/gateway DefaultNodePortGRIP, ovnt-node --nodeport-gr-ip: they must agree).
+// Why not the node IP itself: for a VIP equal to the GR's SNAT address northd adds an
+// lr_in_unsnat flow that keeps the first packet out of the SNAT zone, but it does not for a
+// template VIP (^NODEIP), so with a template the first packet misses lb_force_snat_ip and the
+// connection breaks (OVN 23.03). One constant VIP keeps NodePort at one row per Service.
+const NodePortGatewayIP = "169.254.100.1"
+
 // DefaultAffinityTimeout is Kubernetes' default ClientIP affinity timeout, in seconds.
 const DefaultAffinityTimeout = 10800
 
@@ -166,7 +175,10 @@ func Rows(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, nodes []Node) (
 		}
 		if !etpLocal {
 			if nodePorts && sp.NodePort != 0 {
+				// The template serves pods reaching their own node's IP through the switch;
+				// the gateway routers match the constant address the bridge rewrites to.
 				cl.vips["^"+NodeIPVar+":"+strconv.Itoa(int(sp.NodePort))] = backends
+				cl.vips[NodePortGatewayIP+":"+strconv.Itoa(int(sp.NodePort))] = backends
 				cl.opts["template"] = "true"
 				cl.opts["address-family"] = "ipv4"
 			}
@@ -185,6 +197,9 @@ func Rows(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, nodes []Node) (
 				l := get(id, fmt.Sprintf("Service_%s_%s_node_router_%s", key, upper, n.Name), proto, opts,
 					owner.NewID(owner.Node, n.Name, owner.GatewayRouter))
 				if nodePorts && sp.NodePort != 0 {
+					// From outside, through the bridge's rewrite; from this node's pods,
+					// routed to their GR with the node IP unchanged.
+					l.vips[NodePortGatewayIP+":"+strconv.Itoa(int(sp.NodePort))] = local
 					l.vips[vip(n.IP, sp.NodePort)] = local
 				}
 				for _, ip := range external {

@@ -168,7 +168,7 @@ func TestNodePortLoadBalancerExternalIPsAffinity(t *testing.T) {
 	}
 	lb := got["lb-cluster tcp"]
 	b := "10.244.1.10:8080"
-	want := map[string]string{"10.96.0.10:80": b, "^NODEIP:30080": b, "192.0.2.10:80": b, "198.51.100.7:80": b}
+	want := map[string]string{"10.96.0.10:80": b, "^NODEIP:30080": b, "169.254.100.1:30080": b, "192.0.2.10:80": b, "198.51.100.7:80": b}
 	if !maps.Equal(lb.Vips, want) {
 		t.Errorf("vips %v", lb.Vips)
 	}
@@ -195,7 +195,8 @@ func TestExternalTrafficPolicyLocal(t *testing.T) {
 		t.Errorf("cluster LB keeps only the ClusterIP: %v", v)
 	}
 	n2 := got["lb-node-router tcp/node2"]
-	want := map[string]string{"172.18.0.2:30080": "10.244.2.10:8080,10.244.2.11:8080", "192.0.2.10:80": "10.244.2.10:8080,10.244.2.11:8080"}
+	local := "10.244.2.10:8080,10.244.2.11:8080"
+	want := map[string]string{"172.18.0.2:30080": local, "169.254.100.1:30080": local, "192.0.2.10:80": local}
 	if !maps.Equal(n2.Vips, want) || n2.Options["skip_snat"] != "true" || n2.Options["reject"] != "" || n2.Name != "Service_ns/web_TCP_node_router_node2" {
 		t.Errorf("node2 LB %+v", n2)
 	}
