@@ -4,7 +4,8 @@
 // data plane): cold convergence of many Services, single EndpointSlice change latency, NB
 // writes per change, NB rows per Service as nodes grow, and master memory. Run it with
 // `make bench-services`; SVCBENCH_SERVICES, SVCBENCH_ENDPOINTS, SVCBENCH_NODES,
-// SVCBENCH_MORE_NODES and SVCBENCH_CHANGES change the sizes.
+// SVCBENCH_MORE_NODES and SVCBENCH_CHANGES change the sizes; SVCBENCH_MASTER_ARGS adds master
+// flags.
 package svcbench
 
 import (
@@ -114,9 +115,9 @@ func BenchmarkServices(b *testing.B) {
 	defer w.c.Close()
 
 	start := time.Now()
-	master, err := r.Start(harness.ProcSpec{Name: "ovnt-master", Path: filepath.Join(binDir, "ovnt-master"), Args: []string{
-		"--kubeconfig=" + kube.Kubeconfig, "--nb-address=" + central.NBRemote, "--kube-api-qps=1000", "--kube-api-burst=2000",
-	}})
+	args := []string{"--kubeconfig=" + kube.Kubeconfig, "--nb-address=" + central.NBRemote, "--kube-api-qps=1000", "--kube-api-burst=2000"}
+	args = append(args, strings.Fields(os.Getenv("SVCBENCH_MASTER_ARGS"))...) // e.g. --memory-limit-mib=80
+	master, err := r.Start(harness.ProcSpec{Name: "ovnt-master", Path: filepath.Join(binDir, "ovnt-master"), Args: args})
 	if err != nil {
 		b.Fatal(err)
 	}
