@@ -171,14 +171,21 @@ func serviceConnectivity(ctx context.Context, cs kubernetes.Interface, s state, 
 		fmt.Println("  Service demo/web:", err)
 		return
 	}
+	// Right after `up` the load balancer's flows may still be on their way to the
+	// chassis: a probe is retried for a few seconds before it counts as failed.
 	try := func(what, netns, addr string) {
 		var line string
-		err := harness.InNetns(netns, func() error {
-			c, cancel := context.WithTimeout(ctx, 3*time.Second)
-			defer cancel()
-			var err error
-			line, err = probe.TCP(c, addr)
-			return err
+		wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		err := harness.WaitFor(wctx, addr, 500*time.Millisecond, func() (bool, error) {
+			err := harness.InNetns(netns, func() error {
+				c, cancel := context.WithTimeout(wctx, 3*time.Second)
+				defer cancel()
+				var err error
+				line, err = probe.TCP(c, addr)
+				return err
+			})
+			return err == nil, err
 		})
 		if err != nil {
 			fmt.Printf("  -> %-26s %-18s: FAILED: %v\n", what, addr, err)
