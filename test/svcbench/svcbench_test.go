@@ -130,7 +130,7 @@ func BenchmarkServices(b *testing.B) {
 	// After converging, the master re-syncs every key once (finding nothing to do) and
 	// northd digests the new rows: single changes are measured in the steady state after.
 	idle := waitIdle(ctx, master.Pid())
-	fmt.Printf("svcbench: master idle (under 5%% CPU) %s after convergence\n", idle.Round(100*time.Millisecond))
+	fmt.Printf("svcbench: master idle (under 5%% CPU for 2 s) %s after convergence\n", idle.Round(100*time.Millisecond))
 	nbFile := filepath.Join(central.Dir, "nb.db")
 	gen := map[int]int{}
 	lat, rows, bytes := changes(ctx, b, kc, w, nbFile, gen, nSvc, nEP, nNodes, nChanges)
@@ -147,8 +147,8 @@ func BenchmarkServices(b *testing.B) {
 	fmt.Printf("svcbench: master RSS at the end: %s\n", rss(master.Pid()))
 }
 
-// waitIdle waits until process pid uses under 5% of a CPU over half a second, and returns
-// how long that took.
+// waitIdle waits until process pid has used under 5% of a CPU in each of four consecutive
+// half seconds, and returns how long that took.
 func waitIdle(ctx context.Context, pid int) time.Duration {
 	start := time.Now()
 	cpu := func() int {
@@ -161,11 +161,14 @@ func waitIdle(ctx context.Context, pid int) time.Duration {
 		s, _ := strconv.Atoi(f[12])
 		return u + s // clock ticks, 100 per second
 	}
-	for ctx.Err() == nil && time.Since(start) < 2*time.Minute {
+	quiet := 0
+	for ctx.Err() == nil && time.Since(start) < 2*time.Minute && quiet < 4 {
 		before := cpu()
 		time.Sleep(500 * time.Millisecond)
 		if cpu()-before <= 2 {
-			break
+			quiet++
+		} else {
+			quiet = 0
 		}
 	}
 	return time.Since(start)
