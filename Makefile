@@ -12,7 +12,7 @@ LDFLAGS     := -X github.com/ovn-transparent/ovn-transparent/internal/cliapp.ver
 TEST_FLAGS  ?= -count=1 -timeout 30m
 export OVNT_CACHE_DIR ?= /var/cache/ovn-transparent
 
-.PHONY: all build build-windows models lint lint-deploy deps kube-binaries test test-unit bench sandbox sandbox-down clean
+.PHONY: all build build-windows models lint lint-deploy deps kube-binaries test test-unit bench bench-services sandbox sandbox-down clean
 
 all: build
 
@@ -57,6 +57,11 @@ test: deps lint build build-windows kube-binaries
 # Figures for the README's performance section (not a test: nothing asserts a time).
 bench: deps build kube-binaries
 	OVNT_BIN_DIR=$(abspath $(BIN)) $(GO) test -count=1 -run '^$$' -bench PodStartup -benchtime 1x ./test/e2e/
+
+# Services at scale against the real NB and API server (no data plane): 5,000 Services x 10
+# endpoints on 10 then 100 nodes; sizes from SVCBENCH_* (test/svcbench).
+bench-services: deps build kube-binaries
+	OVNT_BIN_DIR=$(abspath $(BIN)) $(GO) test -count=1 -timeout 40m -run '^$$' -bench Services -benchtime 1x ./test/svcbench/
 
 test-unit:
 	$(GO) test -count=1 -short ./...

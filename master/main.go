@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -32,6 +33,11 @@ func run(c *cli.Context) error {
 	}
 	if err := setUpLogging(cfg.Verbosity); err != nil {
 		return err
+	}
+	if cfg.MemoryLimitMiB > 0 && os.Getenv("GOMEMLIMIT") == "" {
+		// Soft: a larger live heap still grows past it; below it, the collector runs
+		// before the heap doubles, which is most of a controller's resident size.
+		debug.SetMemoryLimit(int64(cfg.MemoryLimitMiB) << 20)
 	}
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -34,6 +34,8 @@ func flags() []cli.Flag {
 		cliapp.String("physical-network", "physnet", "name of the physical network in ovn-bridge-mappings"),
 		cliapp.String("ovs-rundir", "", "ovs-vswitchd's run directory, where the gateway bridge's OpenFlow socket <bridge>.mgmt is; empty: the directory of a unix: --ovs-address, else "+defaultOVSRunDir),
 		cliapp.Duration("gateway-resync", gateway.DefaultResync, "how often the gateway bridge's flows are read back and restored"),
+		cliapp.String("nodeport-gr-ip", gateway.DefaultNodePortGRIP, "the gateway routers' address of NodePorts, which the gateway bridge rewrites the node IP to and from (must be what ovnt-master uses); empty: no rewrite"),
+		cliapp.Bool("local-nodeports", true, "rewrite the host's own connections to its NodePorts to the Service's ClusterIP (Linux: nf_tables table ip ovnt-local-nodeport; not implemented on Windows)"),
 		cliapp.String("cluster-cidr", "10.244.0.0/16", "pod address ranges, comma separated, routed from the node through the management port"),
 		cliapp.String("service-cidr", "10.96.0.0/16", "service address ranges, comma separated, routed from the node through the management port"),
 		cliapp.String("cni-socket", defaultCNISocket, "where the CNI plugin reaches this agent"),
@@ -61,12 +63,20 @@ func configFrom(c *cli.Context) (Config, error) {
 		PhysicalNetwork:    c.String("physical-network"),
 		OVSRunDir:          ovsRunDir(c.String("ovs-rundir"), c.String("ovs-address")),
 		GatewayResync:      c.Duration("gateway-resync"),
+		LocalNodePorts:     c.Bool("local-nodeports"),
 		CNISocket:          c.String("cni-socket"),
 		CNIBinDir:          c.String("cni-bin-dir"),
 		CNIConfDir:         c.String("cni-conf-dir"),
 		CNIPlugin:          c.String("cni-plugin"),
 		AnnotationTTL:      c.Duration("pod-annotation-timeout"),
 		PortInstallTimeout: c.Duration("port-install-timeout"),
+	}
+	if s := c.String("nodeport-gr-ip"); s != "" {
+		ip, err := netip.ParseAddr(s)
+		if err != nil || !ip.Is4() {
+			return Config{}, fmt.Errorf("--nodeport-gr-ip %q: not an IPv4 address", s)
+		}
+		cfg.NodePortGRIP = ip
 	}
 	if s := c.String("encap-ip"); s != "" {
 		ip, err := netip.ParseAddr(s)

@@ -6,11 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"strings"
 )
 
-// Action is one OpenFlow action: Output, Resubmit, CT, SetEthDst, SetEthSrc, SetCTMark (only
-// inside CT.Exec), or RawAction (only read back from a switch).
+// Action is one OpenFlow action: Output, Resubmit, CT, SetEthDst, SetEthSrc, SetIPv4Src,
+// SetIPv4Dst, SetCTMark (only inside CT.Exec), or RawAction (only read back from a switch).
 type Action interface {
 	// appendTo appends the action's OpenFlow 1.3 encoding (a multiple of 8 bytes).
 	appendTo(b []byte) []byte
@@ -172,6 +173,26 @@ type SetEthDst struct{ MAC net.HardwareAddr }
 
 // SetEthSrc is set_field:MAC->eth_src.
 type SetEthSrc struct{ MAC net.HardwareAddr }
+
+// SetIPv4Src is set_field:IP->ip_src (the flow must match IPv4).
+type SetIPv4Src struct{ IP netip.Addr }
+
+// SetIPv4Dst is set_field:IP->ip_dst (the flow must match IPv4).
+type SetIPv4Dst struct{ IP netip.Addr }
+
+func (a SetIPv4Src) appendTo(b []byte) []byte { return appendSetField(b, oxmIPv4Src, a.IP.AsSlice()) }
+func (a SetIPv4Dst) appendTo(b []byte) []byte { return appendSetField(b, oxmIPv4Dst, a.IP.AsSlice()) }
+func (a SetIPv4Src) validate() error          { return validateSetIPv4(a.IP) }
+func (a SetIPv4Dst) validate() error          { return validateSetIPv4(a.IP) }
+func (a SetIPv4Src) String() string           { return fmt.Sprintf("set_field:%s->ip_src", a.IP) }
+func (a SetIPv4Dst) String() string           { return fmt.Sprintf("set_field:%s->ip_dst", a.IP) }
+
+func validateSetIPv4(ip netip.Addr) error {
+	if !ip.Is4() {
+		return fmt.Errorf("openflow: set_field IPv4 address %v", ip)
+	}
+	return nil
+}
 
 // SetCTMark is set_field:Mark->ct_mark; OVS allows it only inside CT.Exec.
 type SetCTMark struct{ Mark uint32 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 )
 
 // parseActions decodes an action list; what it does not model becomes RawAction, so
@@ -62,6 +63,10 @@ func parseAction(b []byte, inCT bool) any {
 			return SetEthDst{net.HardwareAddr(append([]byte(nil), val[:6]...))}
 		case h == oxmEthSrc && !inCT:
 			return SetEthSrc{net.HardwareAddr(append([]byte(nil), val[:6]...))}
+		case h == oxmIPv4Src && !inCT && len(val) >= 4:
+			return SetIPv4Src{netip.AddrFrom4([4]byte(val[:4]))}
+		case h == oxmIPv4Dst && !inCT && len(val) >= 4:
+			return SetIPv4Dst{netip.AddrFrom4([4]byte(val[:4]))}
 		case h == nxmCTMark && inCT:
 			return SetCTMark{binary.BigEndian.Uint32(val)}
 		}

@@ -35,6 +35,12 @@ func extraFlows() ([]Flow, []string) {
 			"priority=5,ip,actions=ct(commit,zone=5,nat(src=1.1.1.1:1000-2000),exec(set_field:0x9->ct_mark)),CONTROLLER:65535"},
 		{Flow{Priority: 6, Match: Match{EthType: EthTypeARP, InPort: 3}, Actions: []Action{Output{PortNormal}}},
 			"priority=6,arp,in_port=3,actions=NORMAL"},
+		{Flow{Priority: 8, Match: Match{InPort: 1, EthType: EthTypeIPv4, IPProto: IPProtoTCP, IPv4Dst: netip.MustParsePrefix("172.18.0.1/32"), TPDst: 30080},
+			Actions: []Action{SetIPv4Dst{netip.MustParseAddr("169.254.100.1")}, Output{2}}},
+			"priority=8,tcp,in_port=1,nw_dst=172.18.0.1,tp_dst=30080,actions=set_field:169.254.100.1->ip_dst,output:2"},
+		{Flow{Priority: 8, Match: Match{InPort: 2, EthType: EthTypeIPv4, IPProto: IPProtoUDP, IPv4Src: netip.MustParsePrefix("169.254.100.1/32"), TPSrc: 30080},
+			Actions: []Action{SetIPv4Src{netip.MustParseAddr("172.18.0.1")}, Output{1}}},
+			"priority=8,udp,in_port=2,nw_src=169.254.100.1,tp_src=30080,actions=set_field:172.18.0.1->ip_src,output:1"},
 	}
 	var fs []Flow
 	var ts []string

@@ -18,6 +18,7 @@ import (
 	"github.com/ovn-org/libovsdb/client"
 	"github.com/ovn-org/libovsdb/model"
 	"golang.org/x/time/rate"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -60,8 +61,11 @@ type Controller struct {
 	nodes   corelisters.NodeLister
 	pods    corelisters.PodLister
 	podsIdx cache.Indexer
-	synced  []cache.InformerSynced
-	queue   workqueue.TypedRateLimitingInterface[owner.Key]
+	// services and slicesIdx (EndpointSlices by Service key) feed the Service syncs.
+	services  corelisters.ServiceLister
+	slicesIdx cache.Indexer
+	synced    []cache.InformerSynced
+	queue     workqueue.TypedRateLimitingInterface[owner.Key]
 
 	// refills counts the NB cache refills (reconnections) seen, for logs and tests.
 	refills atomic.Int64
@@ -95,7 +99,8 @@ func New(cfg Config, kube kubernetes.Interface, nb client.Client, recorder recor
 		ipam:     state,
 		log:      log,
 		recorder: recorder,
-		factory:  informers.NewSharedInformerFactory(kube, 0),
+		// Managed fields are most of an object's size and nothing here reads them.
+		factory: informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(stripManagedFields)),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedMaxOfRateLimiter[owner.Key](
 				// Transient failures (NB unreachable, a parent not created yet) retry
@@ -129,6 +134,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	if err := c.rebuild(ctx); err != nil {
 		return err
 	}
+	c.bulkSyncServices(ctx)
 	c.nb.Cache().AddEventHandler(&nbHandler{ctx: ctx, c: c})
 	if err := c.enqueueAll(ctx); err != nil {
 		return err
@@ -202,12 +208,18 @@ func (c *Controller) processNext(ctx context.Context) bool {
 func (c *Controller) sync(ctx context.Context, key owner.Key) error {
 	switch key.Kind {
 	case owner.Cluster:
-		_, err := c.apply(ctx, key, topology.Cluster(c.topo))
+		rows, err := c.clusterRows(ctx)
+		if err != nil {
+			return err
+		}
+		_, err = c.apply(ctx, key, rows)
 		return err
 	case owner.Node:
 		return c.syncNode(ctx, key.Name)
 	case owner.Pod:
 		return c.syncPod(ctx, key.Name)
+	case owner.Service:
+		return c.syncService(ctx, key.Name)
 	}
 	return nil
 }
@@ -234,4 +246,12 @@ func (c *Controller) apply(ctx context.Context, key owner.Key, rows []nbsync.Row
 	}
 	c.log.V(2).Info("Applied", "key", key.String(), "changes", plan.String())
 	return plan, nil
+}
+
+// stripManagedFields drops metadata.managedFields from objects entering the informer caches.
+func stripManagedFields(obj any) (any, error) {
+	if m, ok := obj.(metav1.Object); ok {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
 }

@@ -58,7 +58,11 @@ func (c *Controller) setUpInformers() error {
 	if err != nil {
 		return err
 	}
-	c.synced = []cache.InformerSynced{nodeReg.HasSynced, podReg.HasSynced}
+	svcSynced, err := c.setUpServiceInformers()
+	if err != nil {
+		return err
+	}
+	c.synced = append([]cache.InformerSynced{nodeReg.HasSynced, podReg.HasSynced}, svcSynced...)
 	return nil
 }
 
@@ -88,6 +92,13 @@ func (c *Controller) enqueueAll(ctx context.Context) error {
 	}
 	for _, p := range pods {
 		c.queue.Add(owner.Key{Kind: owner.Pod, Name: p.Namespace + "/" + p.Name})
+	}
+	svcs, err := c.services.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	for _, s := range svcs {
+		c.queue.Add(owner.Key{Kind: owner.Service, Name: s.Namespace + "/" + s.Name})
 	}
 	rows, err := c.view.All(ctx)
 	if err != nil {

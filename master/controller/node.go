@@ -50,14 +50,27 @@ func (c *Controller) syncNode(ctx context.Context, name string) error {
 		// Pods that waited for the switch can have their ports now.
 		c.enqueuePodsOn(name)
 	}
+	if slices.Contains(plan.Created, owner.NewID(owner.Node, name, owner.NodeSwitch)) ||
+		slices.Contains(plan.Created, owner.NewID(owner.Node, name, owner.GatewayRouter)) {
+		// The cluster load balancer group must hang on the new switch or router.
+		c.queue.Add(owner.Key{Kind: owner.Cluster, Name: owner.ClusterName})
+	}
+	if !plan.Empty() {
+		// Per-node load balancers follow the node's switch, gateway router and address.
+		c.enqueueLocalServices()
+	}
 	return nil
 }
 
 // deleteNode removes a deleted node's rows (its pods' ports go with its switch) and frees its
 // subnet, its join address and its pods' addresses.
 func (c *Controller) deleteNode(ctx context.Context, name string) error {
-	if _, err := c.apply(ctx, owner.Key{Kind: owner.Node, Name: name}, nil); err != nil {
+	plan, err := c.apply(ctx, owner.Key{Kind: owner.Node, Name: name}, nil)
+	if err != nil {
 		return err
+	}
+	if !plan.Empty() {
+		c.enqueueLocalServices()
 	}
 	if freed, ok := c.ipam.ReleaseNode(name); ok {
 		c.log.Info("Node deleted, subnet freed", "node", name, "subnet", freed)

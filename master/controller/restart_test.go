@@ -23,6 +23,15 @@ func (e *env) ownedRows() map[string]string {
 	e.t.Helper()
 	rows := map[string]string{}
 	for _, table := range nbsync.TableNames() {
+		if owner.Unmarked(table) {
+			for _, line := range e.lines("--format=csv", "--data=bare", "--no-headings", "--columns=_uuid,name", "list", table) {
+				uuid, name, _ := strings.Cut(line, ",")
+				if id, ok := owner.FromName(table, name); ok {
+					rows[uuid] = fmt.Sprintf("%s %s %s %s", table, id.Kind, id.Name, id.Role)
+				}
+			}
+			continue
+		}
 		for _, line := range e.lines("--format=csv", "--data=bare", "--no-headings", "--columns=_uuid,external_ids", "list", table) {
 			uuid, ids, _ := strings.Cut(line, ",")
 			marks := map[string]string{}
@@ -31,7 +40,7 @@ func (e *env) ownedRows() map[string]string {
 				marks[k] = v
 			}
 			if kind, ok := marks[owner.KindKey]; ok {
-				rows[uuid] = fmt.Sprintf("%s %s %s %s", table, kind, marks[owner.NameKey], marks[owner.RoleKey])
+				rows[uuid] = fmt.Sprintf("%s %s %s %s %s", table, kind, marks[owner.NameKey], marks[owner.RoleKey], marks[owner.ScopeKey])
 			}
 		}
 	}

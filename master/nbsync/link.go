@@ -60,17 +60,69 @@ func (p *Plan) attach(ctx context.Context, v View, scope owner.Key, state map[ow
 	return nil
 }
 
+// reference makes exactly the rows r.ReferencedBy reference r, a root row.
+func (p *Plan) reference(ctx context.Context, v View, scope owner.Key, state map[owner.ID]*planned, r Row, stale map[string]bool) error {
+	child := state[r.ID]
+	want := map[string]bool{}
+	for _, id := range r.ReferencedBy {
+		ref, err := resolveRow(ctx, v, scope, state, r.ID, id)
+		if err != nil {
+			return err
+		}
+		want[ref.uuid] = true
+		col, err := refColumn(ref.model, child.table)
+		if err != nil {
+			return err
+		}
+		if ref.created {
+			*col = append(*col, child.uuid)
+			continue
+		}
+		if !child.created && slices.Contains(*col, child.uuid) {
+			continue
+		}
+		ra, _ := access(ref.model)
+		p.Link = append(p.Link, Link{ParentTable: ref.table, ParentUUID: ref.uuid, ParentName: ra.name,
+			ChildTable: child.table, Child: child.uuid})
+	}
+	if child.created {
+		return nil
+	}
+	others, err := v.Referrers(ctx, child.table, child.uuid)
+	if err != nil {
+		return err
+	}
+	for _, o := range others {
+		a, err := access(o)
+		if err != nil {
+			return err
+		}
+		if want[*a.uuid] || stale[*a.uuid] {
+			continue
+		}
+		p.Unlink = append(p.Unlink, Link{ParentTable: a.table, ParentUUID: *a.uuid, ParentName: a.name,
+			ChildTable: child.table, Child: child.uuid})
+	}
+	return nil
+}
+
 // resolveParent finds r's parent: among this sync's rows, or owned by another object.
 func resolveParent(ctx context.Context, v View, scope owner.Key, state map[owner.ID]*planned, r Row) (*planned, error) {
-	if r.Parent.Key == scope {
-		if pl, ok := state[r.Parent]; ok {
+	return resolveRow(ctx, v, scope, state, r.ID, r.Parent)
+}
+
+// resolveRow finds the row target that row needs (its parent, or a row that must reference
+// it): among this sync's rows, or owned by another object.
+func resolveRow(ctx context.Context, v View, scope owner.Key, state map[owner.ID]*planned, row, target owner.ID) (*planned, error) {
+	if target.Key == scope {
+		if pl, ok := state[target]; ok {
 			return pl, nil
 		}
-		return nil, fmt.Errorf("nbsync: %s: parent %s is not among the desired rows", r.ID, r.Parent)
+		return nil, fmt.Errorf("nbsync: %s: %s is not among the desired rows", row, target)
 	}
-	rows, err := v.Owned(ctx, r.Parent.Key)
+	rows, err := v.Owned(ctx, target.Key)
 	if err != nil {
-		return nil, fmt.Errorf("nbsync: rows of %s: %w", r.Parent.Key, err)
+		return nil, fmt.Errorf("nbsync: rows of %s: %w", target.Key, err)
 	}
 	var best model.Model
 	var bestUUID string
@@ -80,7 +132,7 @@ func resolveParent(ctx context.Context, v View, scope owner.Key, state map[owner
 			return nil, err
 		}
 		id, _, err := owner.FromExternalIDs(*a.ids)
-		if err != nil || id != r.Parent || a.table != r.Parent.Table() {
+		if err != nil || id != target || a.table != target.Table() {
 			continue
 		}
 		// Several rows play one role only until their owner's next sync removes the
@@ -91,9 +143,9 @@ func resolveParent(ctx context.Context, v View, scope owner.Key, state map[owner
 		}
 	}
 	if best == nil {
-		return nil, &MissingParentError{Row: r.ID, Parent: r.Parent}
+		return nil, &MissingParentError{Row: row, Parent: target}
 	}
-	return &planned{uuid: bestUUID, model: best, table: r.Parent.Table()}, nil
+	return &planned{uuid: bestUUID, model: best, table: target.Table()}, nil
 }
 
 // remove plans the deletion of stale rows.

@@ -31,6 +31,11 @@ type Row struct {
 	// Parent is the row that references this one, for rows of non-root tables (ports,
 	// routes, NAT); zero for switches and routers. It may belong to another owner.
 	Parent owner.ID
+	// ReferencedBy are the rows that must reference this root row weakly (a load balancer
+	// in a load balancer group or on a router), for tables that have such referrers. They may
+	// belong to other owners. Diff links the row where a reference is missing and unlinks it
+	// from every other row that references it.
+	ReferencedBy []owner.ID
 }
 
 // View is what Diff reads of the database. Implementations return copies.
@@ -145,6 +150,14 @@ func Diff(ctx context.Context, v View, scope owner.Key, desired []Row) (*Plan, e
 			return nil, err
 		}
 	}
+	for _, r := range desired {
+		if len(tables[r.ID.Table()].referrers) == 0 {
+			continue
+		}
+		if err := p.reference(ctx, v, scope, state, r, staleUUIDs); err != nil {
+			return nil, err
+		}
+	}
 	if err := p.remove(ctx, v, stale, staleUUIDs); err != nil {
 		return nil, err
 	}
@@ -194,6 +207,14 @@ func validate(scope owner.Key, desired []Row) error {
 		}
 		if !info.root && !hasParent {
 			return fmt.Errorf("nbsync: %s: a %s row needs a parent", r.ID, a.table)
+		}
+		for _, ref := range r.ReferencedBy {
+			if err := ref.Validate(); err != nil {
+				return fmt.Errorf("nbsync: referrer of %s: %w", r.ID, err)
+			}
+			if !slices.Contains(info.referrers, ref.Table()) {
+				return fmt.Errorf("nbsync: %s: a %s row cannot reference a %s row", r.ID, ref.Table(), a.table)
+			}
 		}
 		if hasParent {
 			if err := r.Parent.Validate(); err != nil {
@@ -279,4 +300,48 @@ func (p *Plan) matchOrCreate(i int, r Row, keep model.Model) (*planned, error) {
 		p.Update = append(p.Update, Update{Row: d, Fields: fields})
 	}
 	return &planned{uuid: *k.uuid, model: keep, table: a.table}, nil
+}
+
+// Merge returns one plan doing what plans do, for one transaction: start-up syncs many owners
+// at once, and one transaction of many rows costs the NB far less than many of one row. The
+// named UUIDs of each plan are renamed apart. Plans of different owners touch different rows,
+// except for reference mutations, which merge cleanly.
+func Merge(plans ...*Plan) *Plan {
+	out := &Plan{}
+	for j, p := range plans {
+		rename := func(u string) string {
+			if strings.HasPrefix(u, "new_") {
+				return fmt.Sprintf("new_%d_%s", j, strings.TrimPrefix(u, "new_"))
+			}
+			return u
+		}
+		for _, m := range p.Create {
+			a, _ := access(m)
+			*a.uuid = rename(*a.uuid)
+			for t := range tables {
+				if col, err := refColumn(m, t); err == nil {
+					for i := range *col {
+						(*col)[i] = rename((*col)[i])
+					}
+				}
+			}
+			out.Create = append(out.Create, m)
+		}
+		for _, ls := range []struct{ from, to *[]Link }{{&p.Link, &out.Link}, {&p.Unlink, &out.Unlink}} {
+			for _, l := range *ls.from {
+				l.Child = rename(l.Child)
+				*ls.to = append(*ls.to, l)
+			}
+		}
+		out.Update = append(out.Update, p.Update...)
+		out.Delete = append(out.Delete, p.Delete...)
+		out.Created = append(out.Created, p.Created...)
+	}
+	// Children before parents, as in Diff.
+	slices.SortStableFunc(out.Create, func(a, b model.Model) int {
+		x, _ := access(a)
+		y, _ := access(b)
+		return cmp.Compare(boolInt(tables[x.table].root), boolInt(tables[y.table].root))
+	})
+	return out
 }

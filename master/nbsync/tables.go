@@ -16,9 +16,14 @@ import (
 // an unreferenced non-root row at the end of the transaction (garbage collection), so a
 // non-root row is created together with the reference to it and removed by dropping that
 // reference.
+//
+// Some root tables are also referenced weakly (a switch's load_balancer column): OVSDB drops
+// a weak reference when its row goes, and keeps the row when its referrers go. Such a row
+// says in Row.ReferencedBy which rows must reference it; Diff links and unlinks.
 type tableInfo struct {
-	root   bool
-	parent string // the table whose rows reference rows of this one, for non-root tables
+	root      bool
+	parent    string   // the table whose rows reference rows of this one, for non-root tables
+	referrers []string // tables whose rows may reference rows of this root table weakly
 }
 
 var tables = map[string]tableInfo{
@@ -28,12 +33,15 @@ var tables = map[string]tableInfo{
 	owner.LogicalRouterPort: {parent: owner.LogicalRouter},
 	owner.StaticRoute:       {parent: owner.LogicalRouter},
 	owner.NAT:               {parent: owner.LogicalRouter},
+	owner.LoadBalancer:      {root: true, referrers: []string{owner.LoadBalancerGroup, owner.LogicalSwitch, owner.LogicalRouter}},
+	owner.LoadBalancerGroup: {root: true, referrers: []string{owner.LogicalSwitch, owner.LogicalRouter}},
+	owner.TemplateVar:       {root: true},
 }
 
 // TableNames lists the tables the master writes, roots first.
 func TableNames() []string {
-	return []string{owner.LogicalSwitch, owner.LogicalRouter, owner.LogicalSwitchPort,
-		owner.LogicalRouterPort, owner.StaticRoute, owner.NAT}
+	return []string{owner.LogicalSwitch, owner.LogicalRouter, owner.LoadBalancer, owner.LoadBalancerGroup,
+		owner.TemplateVar, owner.LogicalSwitchPort, owner.LogicalRouterPort, owner.StaticRoute, owner.NAT}
 }
 
 // NewModel returns an empty model of table, or nil if the master does not write table.
@@ -51,6 +59,12 @@ func NewModel(table string) model.Model {
 		return &nbdb.LogicalRouterStaticRoute{}
 	case owner.NAT:
 		return &nbdb.NAT{}
+	case owner.LoadBalancer:
+		return &nbdb.LoadBalancer{}
+	case owner.LoadBalancerGroup:
+		return &nbdb.LoadBalancerGroup{}
+	case owner.TemplateVar:
+		return &nbdb.ChassisTemplateVar{}
 	}
 	return nil
 }
@@ -87,6 +101,20 @@ func access(m model.Model) (rowOf, error) {
 	case *nbdb.NAT:
 		return rowOf{owner.NAT, &r.UUID, &r.ExternalIDs, r.Type + " " + r.LogicalIP + " to " + r.ExternalIP,
 			[]any{&r.Type, &r.ExternalIP, &r.LogicalIP, &r.ExternalIDs}}, nil
+	case *nbdb.LoadBalancer:
+		return rowOf{owner.LoadBalancer, &r.UUID, &r.ExternalIDs, r.Name,
+			[]any{&r.Name, &r.Vips, &r.Protocol, &r.Options, &r.ExternalIDs}}, nil
+	case *nbdb.LoadBalancerGroup:
+		// No external_ids column: the marks are implied by the name (owner.FromName). Diff
+		// writes the marks into this map, which goes nowhere.
+		ids := map[string]string{}
+		if id, ok := owner.FromName(owner.LoadBalancerGroup, r.Name); ok {
+			ids = id.ExternalIDs()
+		}
+		return rowOf{owner.LoadBalancerGroup, &r.UUID, &ids, r.Name, []any{&r.Name}}, nil
+	case *nbdb.ChassisTemplateVar:
+		return rowOf{owner.TemplateVar, &r.UUID, &r.ExternalIDs, r.Chassis,
+			[]any{&r.Chassis, &r.Variables, &r.ExternalIDs}}, nil
 	}
 	return rowOf{}, fmt.Errorf("nbsync: the master does not write rows of type %T", m)
 }
@@ -95,8 +123,13 @@ func access(m model.Model) (rowOf, error) {
 func refColumn(parent model.Model, childTable string) (*[]string, error) {
 	switch p := parent.(type) {
 	case *nbdb.LogicalSwitch:
-		if childTable == owner.LogicalSwitchPort {
+		switch childTable {
+		case owner.LogicalSwitchPort:
 			return &p.Ports, nil
+		case owner.LoadBalancer:
+			return &p.LoadBalancer, nil
+		case owner.LoadBalancerGroup:
+			return &p.LoadBalancerGroup, nil
 		}
 	case *nbdb.LogicalRouter:
 		switch childTable {
@@ -106,6 +139,14 @@ func refColumn(parent model.Model, childTable string) (*[]string, error) {
 			return &p.StaticRoutes, nil
 		case owner.NAT:
 			return &p.Nat, nil
+		case owner.LoadBalancer:
+			return &p.LoadBalancer, nil
+		case owner.LoadBalancerGroup:
+			return &p.LoadBalancerGroup, nil
+		}
+	case *nbdb.LoadBalancerGroup:
+		if childTable == owner.LoadBalancer {
+			return &p.LoadBalancer, nil
 		}
 	}
 	return nil, fmt.Errorf("nbsync: %T has no reference column for %s rows", parent, childTable)

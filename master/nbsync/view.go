@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 
 	"github.com/ovn-org/libovsdb/client"
 	"github.com/ovn-org/libovsdb/model"
 	"github.com/ovn-org/libovsdb/ovsdb"
 
 	"github.com/ovn-transparent/ovn-transparent/master/owner"
+	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
 )
 
 // ClientIndexes are the libovsdb client indexes that make CacheView.Owned a lookup instead
@@ -19,6 +21,9 @@ import (
 func ClientIndexes() map[string][]model.ClientIndex {
 	idx := map[string][]model.ClientIndex{}
 	for _, t := range TableNames() {
+		if owner.Unmarked(t) {
+			continue
+		}
 		idx[t] = []model.ClientIndex{{Columns: []model.ColumnKey{{Column: "external_ids", Key: owner.NameKey}}}}
 	}
 	return idx
@@ -37,6 +42,22 @@ func (v CacheView) Owned(ctx context.Context, k owner.Key) ([]model.Model, error
 	var out []model.Model
 	for _, table := range TableNames() {
 		probe := NewModel(table)
+		if owner.Unmarked(table) {
+			if !owner.HasNamed(k.Kind, table) {
+				continue
+			}
+			// A few rows at most, found by name.
+			rows, err := list(ctx, v.c, probe)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", table, err)
+			}
+			for _, m := range rows {
+				if key, ours := OwnerOf(m); ours && key == k {
+					out = append(out, m)
+				}
+			}
+			continue
+		}
 		a, _ := access(probe)
 		// Two single-key conditions rather than one two-key map, so that the cache answers
 		// the first from the client index on the owner name and checks the kind on the few
@@ -54,19 +75,48 @@ func (v CacheView) Owned(ctx context.Context, k owner.Key) ([]model.Model, error
 	return out, nil
 }
 
-// Referrers returns the cached rows of childTable's parent table that reference uuid.
+// Referrers returns the cached rows that reference uuid, a row of childTable: rows of its
+// parent table, or of the tables that reference a root table weakly.
 func (v CacheView) Referrers(ctx context.Context, childTable, uuid string) ([]model.Model, error) {
 	info, ok := tables[childTable]
-	if !ok || info.root {
-		return nil, fmt.Errorf("nbsync: %s rows have no parent table", childTable)
+	if !ok || (info.root && len(info.referrers) == 0) {
+		return nil, fmt.Errorf("nbsync: %s rows have no referrers", childTable)
 	}
-	probe := NewModel(info.parent)
-	ref, err := refColumn(probe, childTable)
-	if err != nil {
-		return nil, err
+	from := info.referrers
+	if !info.root {
+		from = []string{info.parent}
 	}
-	api := v.c.WhereAll(probe, model.Condition{Field: ref, Function: ovsdb.ConditionIncludes, Value: []string{uuid}})
-	return list(ctx, api, probe)
+	var out []model.Model
+	for _, t := range from {
+		// A typed predicate over the cached rows: a condition on a set column would be
+		// evaluated by reflection over every element of every row, and the cluster load
+		// balancer group holds one UUID per Service.
+		api := v.c.WhereCache(refPredicate(t, childTable, uuid))
+		rows, err := list(ctx, api, NewModel(t))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rows...)
+	}
+	return out, nil
+}
+
+// refPredicate is a libovsdb cache predicate for rows of table whose reference column for
+// childTable holds uuid.
+func refPredicate(table, childTable, uuid string) any {
+	has := func(m model.Model) bool {
+		col, err := refColumn(m, childTable)
+		return err == nil && slices.Contains(*col, uuid)
+	}
+	switch table {
+	case owner.LogicalSwitch:
+		return func(m *nbdb.LogicalSwitch) bool { return has(m) }
+	case owner.LogicalRouter:
+		return func(m *nbdb.LogicalRouter) bool { return has(m) }
+	case owner.LoadBalancerGroup:
+		return func(m *nbdb.LoadBalancerGroup) bool { return has(m) }
+	}
+	return func(model.Model) bool { return false }
 }
 
 // All returns every cached row of the tables the master writes.
@@ -105,4 +155,14 @@ func OwnerOf(m model.Model) (owner.Key, bool) {
 	}
 	id, ours, _ := owner.FromExternalIDs(*a.ids)
 	return id.Key, ours
+}
+
+// IDOf returns the ID marked on m, if m is one of the master's rows with valid marks.
+func IDOf(m model.Model) (owner.ID, bool) {
+	a, err := access(m)
+	if err != nil {
+		return owner.ID{}, false
+	}
+	id, ours, err := owner.FromExternalIDs(*a.ids)
+	return id, ours && err == nil
 }

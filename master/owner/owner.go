@@ -19,6 +19,9 @@ const (
 	KindKey = "k8s.ovn-transparent.io/owner-kind"
 	NameKey = "k8s.ovn-transparent.io/owner"
 	RoleKey = "k8s.ovn-transparent.io/role"
+	// ScopeKey tells apart the rows one owner has in one role, where a role alone cannot
+	// (a Service's load balancer per protocol, or per protocol and node).
+	ScopeKey = "k8s.ovn-transparent.io/scope"
 )
 
 // Kind is the kind of object that owns a row.
@@ -30,6 +33,7 @@ const (
 	Cluster Kind = "Cluster"
 	Node    Kind = "Node"
 	Pod     Kind = "Pod"
+	Service Kind = "Service"
 )
 
 // ClusterName is the owner key of the rows of kind Cluster; there is one cluster.
@@ -43,6 +47,9 @@ const (
 	LogicalRouterPort = nbdb.LogicalRouterPortTable
 	StaticRoute       = nbdb.LogicalRouterStaticRouteTable
 	NAT               = nbdb.NATTable
+	LoadBalancer      = nbdb.LoadBalancerTable
+	LoadBalancerGroup = nbdb.LoadBalancerGroupTable
+	TemplateVar       = nbdb.ChassisTemplateVarTable
 )
 
 // Role is the part a row plays for its owner. Within one owner, each role names at most one
@@ -55,6 +62,9 @@ const (
 	JoinSwitch              Role = "join-switch"
 	ClusterRouterJoinPort   Role = "cluster-router-join-port"
 	JoinSwitchToClusterPort Role = "join-switch-cluster-port"
+	// ClusterLBGroup is the load balancer group every node switch and gateway router
+	// references; the cluster-wide load balancers of every Service are in it.
+	ClusterLBGroup Role = "cluster-lb-group"
 )
 
 // Roles of the rows owned by a Node.
@@ -75,6 +85,8 @@ const (
 	GatewayClusterRoute   Role = "route-gateway-cluster" // GR: cluster CIDR back to the cluster router
 	GatewayDefaultRoute   Role = "route-gateway-default" // GR: default route to the physical next hop
 	GatewaySNAT           Role = "snat"
+	// NodeTemplateVars is the node's Chassis_Template_Var row (NODEIP for NodePort templates).
+	NodeTemplateVars Role = "template-vars"
 )
 
 // Roles of the rows owned by a Pod.
@@ -82,37 +94,83 @@ const (
 	PodPort Role = "pod-port"
 )
 
+// Roles of the rows owned by a Service. They are scoped: the scope is the protocol
+// ("tcp") for the cluster-wide load balancer and "<protocol>/<node>" for per-node ones.
+const (
+	ServiceClusterLB    Role = "lb-cluster"     // in the cluster LB group
+	ServiceNodeRouterLB Role = "lb-node-router" // externalTrafficPolicy Local, on GR_<node>
+	ServiceNodeSwitchLB Role = "lb-node-switch" // internalTrafficPolicy Local, on switch <node>
+)
+
+// ClusterLBGroupName is the name of the cluster's load balancer group. Load_Balancer_Group
+// has no external_ids column in the 23.03 schema, so its marks are implied by its name.
+const ClusterLBGroupName = "ovnt_cluster_lbg"
+
+// named lists the rows of tables without external_ids that the master owns, by table and
+// name.
+var named = map[string]map[string]ID{
+	LoadBalancerGroup: {ClusterLBGroupName: NewID(Cluster, ClusterName, ClusterLBGroup)},
+}
+
+// FromName returns the ID of the row of table (one without external_ids) called name, if
+// the master owns such a row.
+func FromName(table, name string) (ID, bool) {
+	id, ok := named[table][name]
+	return id, ok
+}
+
+// HasNamed reports whether kind owns rows of table by name (FromName).
+func HasNamed(kind Kind, table string) bool {
+	for _, id := range named[table] {
+		if id.Kind == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// Unmarked reports whether rows of table carry no external_ids; their ID comes from FromName.
+func Unmarked(table string) bool { return table == LoadBalancerGroup }
+
 type roleSpec struct {
-	kind  Kind
-	table string
+	kind   Kind
+	table  string
+	scoped bool // rows of the role carry a scope
 }
 
 // roles declares every role the master writes: the kind that owns it and its table. It is
 // the registry; nothing writes a role missing from it.
 var roles = map[Role]roleSpec{
-	ClusterRouter:           {Cluster, LogicalRouter},
-	JoinSwitch:              {Cluster, LogicalSwitch},
-	ClusterRouterJoinPort:   {Cluster, LogicalRouterPort},
-	JoinSwitchToClusterPort: {Cluster, LogicalSwitchPort},
+	ClusterRouter:           {Cluster, LogicalRouter, false},
+	JoinSwitch:              {Cluster, LogicalSwitch, false},
+	ClusterRouterJoinPort:   {Cluster, LogicalRouterPort, false},
+	JoinSwitchToClusterPort: {Cluster, LogicalSwitchPort, false},
 
-	NodeSwitch:            {Node, LogicalSwitch},
-	NodeRouterPort:        {Node, LogicalRouterPort},
-	NodeSwitchRouterPort:  {Node, LogicalSwitchPort},
-	ManagementPort:        {Node, LogicalSwitchPort},
-	GatewayRouter:         {Node, LogicalRouter},
-	GatewayJoinPort:       {Node, LogicalRouterPort},
-	JoinSwitchGatewayPort: {Node, LogicalSwitchPort},
-	ExternalSwitch:        {Node, LogicalSwitch},
-	GatewayExternalPort:   {Node, LogicalRouterPort},
-	ExternalSwitchGWPort:  {Node, LogicalSwitchPort},
-	LocalnetPort:          {Node, LogicalSwitchPort},
-	NodeSubnetRoute:       {Node, StaticRoute},
-	GatewayJoinIPRoute:    {Node, StaticRoute},
-	GatewayClusterRoute:   {Node, StaticRoute},
-	GatewayDefaultRoute:   {Node, StaticRoute},
-	GatewaySNAT:           {Node, NAT},
+	NodeSwitch:            {Node, LogicalSwitch, false},
+	NodeRouterPort:        {Node, LogicalRouterPort, false},
+	NodeSwitchRouterPort:  {Node, LogicalSwitchPort, false},
+	ManagementPort:        {Node, LogicalSwitchPort, false},
+	GatewayRouter:         {Node, LogicalRouter, false},
+	GatewayJoinPort:       {Node, LogicalRouterPort, false},
+	JoinSwitchGatewayPort: {Node, LogicalSwitchPort, false},
+	ExternalSwitch:        {Node, LogicalSwitch, false},
+	GatewayExternalPort:   {Node, LogicalRouterPort, false},
+	ExternalSwitchGWPort:  {Node, LogicalSwitchPort, false},
+	LocalnetPort:          {Node, LogicalSwitchPort, false},
+	NodeSubnetRoute:       {Node, StaticRoute, false},
+	GatewayJoinIPRoute:    {Node, StaticRoute, false},
+	GatewayClusterRoute:   {Node, StaticRoute, false},
+	GatewayDefaultRoute:   {Node, StaticRoute, false},
+	GatewaySNAT:           {Node, NAT, false},
 
-	PodPort: {Pod, LogicalSwitchPort},
+	ClusterLBGroup:   {Cluster, LoadBalancerGroup, false},
+	NodeTemplateVars: {Node, TemplateVar, false},
+
+	PodPort: {Pod, LogicalSwitchPort, false},
+
+	ServiceClusterLB:    {Service, LoadBalancer, true},
+	ServiceNodeRouterLB: {Service, LoadBalancer, true},
+	ServiceNodeSwitchLB: {Service, LoadBalancer, true},
 }
 
 // Key names the object that owns rows: what one controller sync handles.
@@ -126,16 +184,17 @@ func (k Key) String() string { return string(k.Kind) + " " + k.Name }
 // Known reports whether the master has a controller for k's kind.
 func (k Key) Known() bool {
 	switch k.Kind {
-	case Cluster, Node, Pod:
+	case Cluster, Node, Pod, Service:
 		return true
 	}
 	return false
 }
 
-// ID identifies one row: its owner and its role.
+// ID identifies one row: its owner, its role and, for scoped roles, its scope.
 type ID struct {
 	Key
-	Role Role
+	Role  Role
+	Scope string
 }
 
 // NewID is the ID of the row playing role for the owner kind/name.
@@ -143,7 +202,15 @@ func NewID(kind Kind, name string, role Role) ID {
 	return ID{Key: Key{Kind: kind, Name: name}, Role: role}
 }
 
-func (id ID) String() string { return id.Key.String() + " " + string(id.Role) }
+// WithScope returns id with scope s.
+func (id ID) WithScope(s string) ID { id.Scope = s; return id }
+
+func (id ID) String() string {
+	if id.Scope != "" {
+		return id.Key.String() + " " + string(id.Role) + " " + id.Scope
+	}
+	return id.Key.String() + " " + string(id.Role)
+}
 
 // Validate checks that id's role is registered for id's kind and that the owner is named.
 func (id ID) Validate() error {
@@ -157,6 +224,9 @@ func (id ID) Validate() error {
 	if id.Name == "" {
 		return fmt.Errorf("owner: %s: no owner name", id)
 	}
+	if spec.scoped != (id.Scope != "") {
+		return fmt.Errorf("owner: %s: role %q wants a scope: %v", id, id.Role, spec.scoped)
+	}
 	return nil
 }
 
@@ -165,11 +235,15 @@ func (id ID) Table() string { return roles[id.Role].table }
 
 // ExternalIDs returns the marks of id, as a new map the caller may extend.
 func (id ID) ExternalIDs() map[string]string {
-	return map[string]string{
+	m := map[string]string{
 		KindKey: string(id.Kind),
 		NameKey: id.Name,
 		RoleKey: string(id.Role),
 	}
+	if id.Scope != "" {
+		m[ScopeKey] = id.Scope
+	}
+	return m
 }
 
 // FromExternalIDs reads the marks of a row. ours is false when the row carries no owner
@@ -180,7 +254,7 @@ func FromExternalIDs(ids map[string]string) (id ID, ours bool, err error) {
 	if !ok {
 		return ID{}, false, nil
 	}
-	id = NewID(Kind(kind), ids[NameKey], Role(ids[RoleKey]))
+	id = NewID(Kind(kind), ids[NameKey], Role(ids[RoleKey])).WithScope(ids[ScopeKey])
 	return id, true, id.Validate()
 }
 

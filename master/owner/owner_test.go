@@ -46,12 +46,16 @@ func TestFromExternalIDs(t *testing.T) {
 
 func TestRegistry(t *testing.T) {
 	tables := map[string]bool{LogicalSwitch: true, LogicalSwitchPort: true, LogicalRouter: true,
-		LogicalRouterPort: true, StaticRoute: true, NAT: true}
+		LogicalRouterPort: true, StaticRoute: true, NAT: true, LoadBalancer: true, LoadBalancerGroup: true, TemplateVar: true}
 	n := 0
-	for _, kind := range []Kind{Cluster, Node, Pod} {
+	for _, kind := range []Kind{Cluster, Node, Pod, Service} {
 		for _, r := range Roles(kind) {
 			n++
-			if err := NewID(kind, "x", r).Validate(); err != nil {
+			id := NewID(kind, "x", r)
+			if roles[r].scoped {
+				id = id.WithScope("tcp")
+			}
+			if err := id.Validate(); err != nil {
 				t.Error(err)
 			}
 			if !tables[NewID(kind, "x", r).Table()] {
@@ -62,7 +66,24 @@ func TestRegistry(t *testing.T) {
 	if n != len(roles) {
 		t.Errorf("%d roles reachable from the kinds, %d registered", n, len(roles))
 	}
-	if (Key{Kind: "Service", Name: "x"}).Known() {
+	if (Key{Kind: "Ingress", Name: "x"}).Known() {
 		t.Error("a kind without a controller is Known")
+	}
+}
+
+func TestScopedIDs(t *testing.T) {
+	id := NewID(Service, "ns/web", ServiceNodeRouterLB).WithScope("tcp/node1")
+	got, ours, err := FromExternalIDs(id.ExternalIDs())
+	if !ours || err != nil || got != id {
+		t.Errorf("round trip: %v, %v, %v", got, ours, err)
+	}
+	if err := NewID(Service, "ns/web", ServiceClusterLB).Validate(); err == nil {
+		t.Error("a scoped role without a scope validates")
+	}
+	if err := NewID(Node, "n", NodeSwitch).WithScope("x").Validate(); err == nil {
+		t.Error("an unscoped role with a scope validates")
+	}
+	if id, ok := FromName(LoadBalancerGroup, ClusterLBGroupName); !ok || id.Validate() != nil || id.Table() != LoadBalancerGroup {
+		t.Errorf("cluster LB group: %v %v", id, ok)
 	}
 }

@@ -87,6 +87,12 @@ func gatewayRows(cfg Config, n Node) ([]nbsync.Row, error) {
 			Model: &nbdb.NAT{Type: nbdb.NATTypeSNAT, ExternalIP: g.NodeIP.Addr().String(), LogicalIP: cfg.ClusterCIDR.String()},
 		},
 	}
+	rows = append(rows, nbsync.Row{
+		// NodePort VIPs are load balancer templates ("^NODEIP:30080"): ovn-controller on this
+		// node's chassis reads NODEIP here, so a NodePort costs one VIP, not one per node.
+		ID:    id(owner.NodeTemplateVars),
+		Model: &nbdb.ChassisTemplateVar{Chassis: g.ChassisID, Variables: map[string]string{"NODEIP": g.NodeIP.Addr().String()}},
+	})
 	if g.NextHop.IsValid() {
 		rows = append(rows, nbsync.Row{
 			ID: id(owner.GatewayDefaultRoute), Parent: id(owner.GatewayRouter),

@@ -93,3 +93,15 @@ func checkConfig(cfg Config) error {
 	}
 	return nil
 }
+
+// ClusterLBGroup is the cluster's load balancer group, which holds every Service's
+// cluster-wide load balancer; referrers are the node switches and gateway routers that
+// exist. One group rather than every LB on every switch and router: a new Service costs one
+// reference, a new node one reference per switch or router, not one per Service.
+func ClusterLBGroup(referrers []owner.ID) nbsync.Row {
+	return nbsync.Row{
+		ID:           owner.NewID(owner.Cluster, owner.ClusterName, owner.ClusterLBGroup),
+		Model:        &nbdb.LoadBalancerGroup{Name: owner.ClusterLBGroupName},
+		ReferencedBy: referrers,
+	}
+}

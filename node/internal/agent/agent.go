@@ -15,6 +15,7 @@ import (
 
 	"github.com/ovn-transparent/ovn-transparent/internal/cni"
 	"github.com/ovn-transparent/ovn-transparent/node/internal/cniserver"
+	"github.com/ovn-transparent/ovn-transparent/node/internal/gateway"
 	"github.com/ovn-transparent/ovn-transparent/node/internal/hostnet"
 	"github.com/ovn-transparent/ovn-transparent/node/internal/install"
 	"github.com/ovn-transparent/ovn-transparent/node/internal/ovs"
@@ -39,8 +40,10 @@ func Run(ctx context.Context, cfg Config, log logr.Logger) error {
 		return fmt.Errorf("chassis: %w", err)
 	}
 	log.Info("chassis configured", "systemID", ch.ChassisID, "nodeIP", ch.NodeIP, "took", time.Since(start).Round(time.Millisecond))
+	var gw *gateway.Controller
 	if cfg.UplinkIface != "" {
-		stopGateway, err := startGateway(ctx, cfg, sw, addr, log.WithName("gateway"))
+		var stopGateway func()
+		gw, stopGateway, err = startGateway(ctx, cfg, sw, addr, log.WithName("gateway"))
 		if err != nil {
 			return fmt.Errorf("gateway bridge: %w", err)
 		}
@@ -55,6 +58,8 @@ func Run(ctx context.Context, cfg Config, log logr.Logger) error {
 	watcher.Start(ctx)
 	nodes := newNodeController(cfg, client, sw, host, ch, log.WithName("node"))
 	go nodes.run(ctx)
+	stopServices := startServices(ctx, cfg, client, addr, gw, log.WithName("services"))
+	defer stopServices()
 
 	ready := func(ctx context.Context) error { return readiness(ctx, cfg, sw, watcher, nodes) }
 	srv := cniserver.New(cniserver.Config{

@@ -36,6 +36,13 @@ type Config struct {
 	// even when nothing changed in the database.
 	GatewayResync time.Duration
 
+	// NodePortGRIP is the gateway routers' address of NodePorts (gateway.Params.NodePortGRIP);
+	// zero: NodePorts reach the gateway router at the node IP.
+	NodePortGRIP netip.Addr
+	// LocalNodePorts makes the host's own connections to its node IP's NodePorts reach the
+	// Service (nf_tables on Linux).
+	LocalNodePorts bool
+
 	// ClusterCIDRs and ServiceCIDRs are routed from the node through the management port.
 	ClusterCIDRs []netip.Prefix
 	ServiceCIDRs []netip.Prefix

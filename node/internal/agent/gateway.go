@@ -18,17 +18,18 @@ import (
 // the gateway router: without a patch port the rules are the host's part, and the GR's part
 // follows once ovn-controller makes the port. stop closes the OpenFlow connection; the
 // bridge keeps its flows, so a restarted agent finds them in place.
-func startGateway(ctx context.Context, cfg Config, sw *ovs.Switch, addr hostnet.NodeAddress, log logr.Logger) (stop func(), err error) {
+func startGateway(ctx context.Context, cfg Config, sw *ovs.Switch, addr hostnet.NodeAddress, log logr.Logger) (gw *gateway.Controller, stop func(), err error) {
 	target := "unix:" + filepath.Join(cfg.OVSRunDir, cfg.GatewayBridge+".mgmt")
 	of, err := openflow.New(target, openflow.Options{
 		Logf: func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) },
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	c := gateway.New(gateway.Config{
 		Bridge: cfg.GatewayBridge, Uplink: cfg.UplinkIface, LocalnetPort: gateway.LocalnetPort(cfg.NodeName),
 		MAC: addr.MAC, IP: addr.IP.Addr(), Tunnel: gateway.TunnelFor(cfg.EncapType), Resync: cfg.GatewayResync,
+		NodePortGRIP: cfg.NodePortGRIP,
 	}, sw, of, log)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -36,7 +37,7 @@ func startGateway(ctx context.Context, cfg Config, sw *ovs.Switch, addr hostnet.
 		defer close(done)
 		c.Run(ctx)
 	}()
-	return func() {
+	return c, func() {
 		cancel()
 		<-done
 		of.Close()

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -38,6 +37,8 @@ type Config struct {
 	MAC          net.HardwareAddr
 	IP           netip.Addr
 	Tunnel       Tunnel
+	// NodePortGRIP is Params.NodePortGRIP.
+	NodePortGRIP netip.Addr
 	// Resync is how often the flows are checked against the bridge and put back even when
 	// nothing changed in the database (someone deleted them with ovs-ofctl); default 60s.
 	Resync time.Duration
@@ -90,14 +91,12 @@ func New(cfg Config, sw Switch, of openflow.Bridge, log logr.Logger) *Controller
 	}
 }
 
-// SetNodePorts is the hook for Services: from now on the bridge sends nps to the gateway
-// router. It replaces the previous set and returns at once; the flows follow in the
-// background. Nothing calls it yet.
+// SetNodePorts is the hook for Services (node/internal/services calls it): from now on the
+// bridge sends nps to the gateway router. It replaces the previous set and returns at once;
+// the flows follow in the background.
 func (c *Controller) SetNodePorts(nps []NodePort) {
 	nps = slices.Clone(nps)
-	slices.SortFunc(nps, func(a, b NodePort) int {
-		return cmp.Or(cmp.Compare(a.Protocol, b.Protocol), cmp.Compare(a.Port, b.Port))
-	})
+	slices.SortFunc(nps, NodePort.Compare)
 	nps = slices.Compact(nps)
 	c.mu.Lock()
 	c.nodePorts = nps
@@ -159,7 +158,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	c.mu.Lock()
 	nps := c.nodePorts
 	c.mu.Unlock()
-	flows := Flows(Params{Ports: ports, MAC: c.cfg.MAC, IP: c.cfg.IP, Tunnel: c.cfg.Tunnel, NodePorts: nps})
+	flows := Flows(Params{Ports: ports, MAC: c.cfg.MAC, IP: c.cfg.IP, Tunnel: c.cfg.Tunnel,
+		NodePortGRIP: c.cfg.NodePortGRIP, NodePorts: nps})
 	text := flowsText(flows)
 	if key == keyPorts && text == c.applied {
 		return nil

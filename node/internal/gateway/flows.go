@@ -35,6 +35,10 @@ const (
 	tableReply = 1
 )
 
+// DefaultNodePortGRIP is the gateway routers' address of NodePorts (Params.NodePortGRIP)
+// that the master's load balancers use: link-local, never on a wire, the same on every node.
+const DefaultNodePortGRIP = "169.254.100.1"
+
 // Tunnel is the transport of the overlay's encapsulation: these packets belong to the host
 // (its kernel or OVS terminates the tunnel) and must never meet the zone's conntrack.
 type Tunnel struct {
@@ -63,11 +67,25 @@ type Ports struct {
 	Patch uint32
 }
 
-// NodePort is a Service node port: what arrives from the physical network for the node IP
-// on it belongs to the gateway router's load balancers, not to the host.
+// NodePort is a Service's entry point on this node: what arrives from the physical network
+// for IP:Port belongs to the gateway router's load balancers, not to the host. IP is the zero
+// Addr for a NodePort (the node's own IP), or a Service's externalIP or LoadBalancer ingress
+// IP routed to this node.
 type NodePort struct {
 	Protocol uint8 // openflow.IPProtoTCP, IPProtoUDP or IPProtoSCTP
 	Port     uint16
+	IP       netip.Addr // zero: the node IP
+}
+
+// Compare orders node ports by protocol, port and IP (for stable flow sets).
+func (a NodePort) Compare(b NodePort) int {
+	if c := int(a.Protocol) - int(b.Protocol); c != 0 {
+		return c
+	}
+	if c := int(a.Port) - int(b.Port); c != 0 {
+		return c
+	}
+	return a.IP.Compare(b.IP)
 }
 
 // Params are everything the bridge's flows depend on.
@@ -78,8 +96,14 @@ type Params struct {
 	MAC    net.HardwareAddr
 	IP     netip.Addr
 	Tunnel Tunnel
-	// NodePorts are sent to the gateway router (ignored while there is no patch port, or
-	// when IP is not IPv4).
+	// NodePortGRIP, if valid, is the address the gateway routers' load balancers have for
+	// NodePorts: a NodePort on the node IP is rewritten to it on its way to the patch port,
+	// and back on the answers. The node IP itself is the GR's SNAT address, and OVN 23.03
+	// (template VIPs) then unSNATs a NodePort's first packet and misses its force_snat
+	// (README.md). Zero: NodePorts keep the node IP.
+	NodePortGRIP netip.Addr
+	// NodePorts are sent to the gateway router (ignored while there is no patch port; the
+	// node's own IP when IP is not IPv4, and entries with an IP that is not IPv4).
 	NodePorts []NodePort
 }
 
@@ -159,26 +183,37 @@ func Flows(p Params) []openflow.Flow {
 	return flows
 }
 
-// nodePortFlows is the hook of Services: a NodePort's packets from the physical network go
-// to the gateway router, and its answers from the router go out untouched by conntrack
-// (the router's own conntrack holds the load balancer's state). Priority 110 puts them above
-// the zone's commits and lookups.
+// nodePortFlows is the hook of Services: a NodePort's (or an externalIP's, or a LoadBalancer
+// ingress IP's) packets from the physical network go to the gateway router, and its answers
+// from the router go out untouched by conntrack (the router's own conntrack holds the load
+// balancer's state). Priority 110 puts them above the zone's commits and lookups. Packets
+// for an externalIP come to the node's MAC: the network routes that IP via the node IP.
 func nodePortFlows(p Params) []openflow.Flow {
-	if !p.IP.Is4() {
-		return nil // the rules match IPv4 only
-	}
-	host := netip.PrefixFrom(p.IP, 32)
 	var flows []openflow.Flow
 	for _, np := range p.NodePorts {
+		ip := np.IP
+		if !ip.IsValid() {
+			ip = p.IP
+		}
+		if !ip.Is4() {
+			continue // the rules match IPv4 only
+		}
+		// gr is the address the GR knows the entry point by.
+		gr, in, back := ip, []openflow.Action{openflow.Output{Port: p.Patch}}, []openflow.Action{openflow.Output{Port: p.Uplink}}
+		if !np.IP.IsValid() && p.NodePortGRIP.Is4() {
+			gr = p.NodePortGRIP
+			in = append([]openflow.Action{openflow.SetIPv4Dst{IP: gr}}, in...)
+			back = append([]openflow.Action{openflow.SetIPv4Src{IP: ip}}, back...)
+		}
 		flows = append(flows,
 			openflow.Flow{Priority: 110,
 				Match: openflow.Match{InPort: p.Uplink, EthDst: p.MAC, EthType: openflow.EthTypeIPv4,
-					IPProto: np.Protocol, IPv4Dst: host, TPDst: np.Port},
-				Actions: []openflow.Action{openflow.Output{Port: p.Patch}}},
+					IPProto: np.Protocol, IPv4Dst: netip.PrefixFrom(ip, 32), TPDst: np.Port},
+				Actions: in},
 			openflow.Flow{Priority: 110,
 				Match: openflow.Match{InPort: p.Patch, EthSrc: p.MAC, EthType: openflow.EthTypeIPv4,
-					IPProto: np.Protocol, IPv4Src: host, TPSrc: np.Port},
-				Actions: []openflow.Action{openflow.Output{Port: p.Uplink}}})
+					IPProto: np.Protocol, IPv4Src: netip.PrefixFrom(gr, 32), TPSrc: np.Port},
+				Actions: back})
 	}
 	return flows
 }

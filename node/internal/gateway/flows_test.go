@@ -195,7 +195,7 @@ func TestFlowsDecide(t *testing.T) {
 }
 
 func TestFlowsNodePortHook(t *testing.T) {
-	np := NodePort{openflow.IPProtoTCP, 30080}
+	np := NodePort{Protocol: openflow.IPProtoTCP, Port: 30080}
 	in := ipPkt(upPort, otherMAC, nodeMAC, openflow.IPProtoTCP, extIP, nodeIP, 40000, 30080)
 	out := ipPkt(patchPort, nodeMAC, otherMAC, openflow.IPProtoTCP, nodeIP, extIP, 30080, 40000)
 	for _, tc := range []struct {
@@ -205,7 +205,7 @@ func TestFlowsNodePortHook(t *testing.T) {
 	}{
 		{"no node ports", params(patchPort), lookup + " | LOCAL", commitOVN},
 		{"node port 30080/tcp", params(patchPort, np), "output:2", "output:1"},
-		{"other protocol", params(patchPort, NodePort{openflow.IPProtoUDP, 30080}), lookup + " | LOCAL", commitOVN},
+		{"other protocol", params(patchPort, NodePort{Protocol: openflow.IPProtoUDP, Port: 30080}), lookup + " | LOCAL", commitOVN},
 		{"no patch port: ignored", params(0, np), lookup + " | LOCAL", ""},
 		{"IPv6 node address: ignored", func() Params { p := params(patchPort, np); p.IP = netip.MustParseAddr("fd00::1"); return p }(),
 			lookup + " | LOCAL", commitOVN},
@@ -224,13 +224,85 @@ func TestFlowsNodePortHook(t *testing.T) {
 	}
 }
 
+// TestFlowsNodePortGRIP: with NodePortGRIP a NodePort on the node IP reaches the gateway
+// router at that address and its answers leave from the node IP again; externalIPs are not
+// rewritten.
+func TestFlowsNodePortGRIP(t *testing.T) {
+	gr := netip.MustParseAddr(DefaultNodePortGRIP)
+	vip := netip.MustParseAddr("192.0.2.10")
+	p := params(patchPort, NodePort{Protocol: openflow.IPProtoTCP, Port: 30080}, NodePort{Protocol: openflow.IPProtoTCP, Port: 80, IP: vip})
+	p.NodePortGRIP = gr
+	for _, f := range Flows(p) {
+		if err := f.Validate(); err != nil {
+			t.Errorf("%s: %v", f.String(), err)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		p    packet
+		want string
+	}{
+		{"to the NodePort", withCT(ipPkt(upPort, otherMAC, nodeMAC, openflow.IPProtoTCP, extIP, nodeIP, 40000, 30080), openflow.CTNew, 0),
+			"set_field:169.254.100.1->ip_dst,output:2"},
+		{"the GR's answer", ipPkt(patchPort, nodeMAC, otherMAC, openflow.IPProtoTCP, gr, extIP, 30080, 40000),
+			"set_field:172.18.0.1->ip_src,output:1"},
+		{"the GR's own connection from the node IP on that port", ipPkt(patchPort, nodeMAC, otherMAC, openflow.IPProtoTCP, nodeIP, extIP, 30080, 40000), commitOVN},
+		{"to the externalIP", withCT(ipPkt(upPort, otherMAC, nodeMAC, openflow.IPProtoTCP, extIP, vip, 40000, 80), openflow.CTNew, 0), "output:2"},
+		{"the externalIP's answer", ipPkt(patchPort, nodeMAC, otherMAC, openflow.IPProtoTCP, vip, extIP, 80, 40000), "output:1"},
+	} {
+		if got := trace(t, Flows(p), tc.p); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestFlowsIngressIP: an externalIP or LoadBalancer ingress IP with its port goes to the
+// gateway router like a NodePort, and only that IP and port; the node IP's port stays the
+// host's.
+func TestFlowsIngressIP(t *testing.T) {
+	vip := netip.MustParseAddr("192.0.2.10")
+	np := NodePort{Protocol: openflow.IPProtoTCP, Port: 80, IP: vip}
+	p := params(patchPort, np, NodePort{Protocol: openflow.IPProtoUDP, Port: 53, IP: netip.MustParseAddr("fd00::10")})
+	for _, f := range Flows(p) {
+		if err := f.Validate(); err != nil {
+			t.Errorf("%s: %v", f.String(), err)
+		}
+		if strings.Contains(f.String(), "53") {
+			t.Errorf("an IPv6 entry made a flow: %s", f.String())
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		p    packet
+		want string
+	}{
+		{"to the VIP's port", withCT(ipPkt(upPort, otherMAC, nodeMAC, openflow.IPProtoTCP, extIP, vip, 40000, 80), openflow.CTNew, 0), "output:2"},
+		{"the GR's answer from the VIP", ipPkt(patchPort, nodeMAC, otherMAC, openflow.IPProtoTCP, vip, extIP, 80, 40000), "output:1"},
+		{"to the VIP, another port", withCT(ipPkt(upPort, otherMAC, nodeMAC, openflow.IPProtoTCP, extIP, vip, 40000, 81), openflow.CTNew, 0), lookup + " | LOCAL"},
+		{"to the node IP on the VIP's port", withCT(ipPkt(upPort, otherMAC, nodeMAC, openflow.IPProtoTCP, extIP, nodeIP, 40000, 80), openflow.CTNew, 0), lookup + " | LOCAL"},
+		{"to the VIP, UDP", withCT(ipPkt(upPort, otherMAC, nodeMAC, openflow.IPProtoUDP, extIP, vip, 40000, 80), openflow.CTNew, 0), lookup + " | LOCAL"},
+	} {
+		if got := trace(t, Flows(p), tc.p); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+	// The same entries in another order make the same flows once the controller sorts them.
+	a := []NodePort{np, {Protocol: openflow.IPProtoTCP, Port: 80}, {Protocol: openflow.IPProtoSCTP, Port: 80}}
+	b := []NodePort{a[2], a[0], a[1]}
+	slices.SortFunc(a, NodePort.Compare)
+	slices.SortFunc(b, NodePort.Compare)
+	if !slices.Equal(a, b) || a[0].IP.IsValid() {
+		t.Errorf("sorted: %v and %v", a, b)
+	}
+}
+
 // TestFlowsAreSyncable: every set validates and has one flow per table, priority and match
 // (Sync rejects duplicates); the host's part is the same with and without the patch port,
 // except the one rule that also copies to the patch port.
 func TestFlowsAreSyncable(t *testing.T) {
 	sets := map[string][]openflow.Flow{
 		"host only": Flows(params(0)),
-		"with GR":   Flows(params(patchPort, NodePort{openflow.IPProtoTCP, 30080}, NodePort{openflow.IPProtoUDP, 30080})),
+		"with GR":   Flows(params(patchPort, NodePort{Protocol: openflow.IPProtoTCP, Port: 30080}, NodePort{Protocol: openflow.IPProtoUDP, Port: 30080})),
 		"stt":       Flows(Params{Ports: Ports{1, 2}, MAC: nodeMAC, IP: nodeIP, Tunnel: TunnelFor("stt")}),
 		"no tunnel": Flows(Params{Ports: Ports{1, 2}, MAC: nodeMAC, IP: nodeIP}),
 	}

@@ -181,12 +181,13 @@ func show(ctx context.Context, s state) error {
 	for _, cmd := range [][]string{
 		{"ovn-sbctl", "--db=" + s.SBRemote, "show"},
 		{"ovn-nbctl", "--db=" + s.NBRemote, "show"},
+		{"ovn-nbctl", "--db=" + s.NBRemote, "lb-list"},
 	} {
 		out, err := harness.Exec(ctx, "", cmd[0], cmd[1:]...)
 		if err != nil {
 			return err
 		}
-		fmt.Printf("\n$ %s show\n%s", cmd[0], out)
+		fmt.Printf("\n$ %s %s\n%s", cmd[0], cmd[len(cmd)-1], out)
 	}
 	connectivity(ctx, s)
 	fmt.Printf("\n_output/bin/kubectl --kubeconfig %s get pods -A -o wide\n", s.Kubeconfig)

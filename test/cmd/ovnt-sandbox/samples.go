@@ -6,10 +6,12 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -27,6 +29,26 @@ var samples = []struct{ namespace, name, node string }{
 
 const samplePort = 8080
 
+// The sample Service: demo/web, both web pods behind ClusterIP port 80 and NodePort
+// sampleNodePort on every node.
+const (
+	sampleService  = "web"
+	sampleSvcPort  = 80
+	sampleNodePort = 30080
+)
+
+func sampleServiceSpec() *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: sampleService},
+		Spec: corev1.ServiceSpec{
+			Type:     corev1.ServiceTypeNodePort,
+			Selector: map[string]string{"tier": "web"},
+			Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: sampleSvcPort,
+				TargetPort: intstr.FromInt32(samplePort), NodePort: sampleNodePort}},
+		},
+	}
+}
+
 func createSamples(ctx context.Context, c *cluster.Cluster) error {
 	cs := c.Kube.Client()
 	for _, ns := range []string{"demo", "demo-client"} {
@@ -40,7 +62,7 @@ func createSamples(ctx context.Context, c *cluster.Cluster) error {
 			node = c.Nodes[0].Name
 		}
 		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: s.namespace, Name: s.name, Labels: map[string]string{"app": s.name}},
+			ObjectMeta: metav1.ObjectMeta{Namespace: s.namespace, Name: s.name, Labels: map[string]string{"app": s.name, "tier": tier(s.name)}},
 			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{
 				Name: "workload", Image: "ovnt-workload",
 				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: samplePort, Protocol: corev1.ProtocolTCP}},
@@ -49,6 +71,9 @@ func createSamples(ctx context.Context, c *cluster.Cluster) error {
 		if _, err := cs.CoreV1().Pods(s.namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 			return err
 		}
+	}
+	if _, err := cs.CoreV1().Services("demo").Create(ctx, sampleServiceSpec(), metav1.CreateOptions{}); err != nil {
+		return err
 	}
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
@@ -61,6 +86,14 @@ func createSamples(ctx context.Context, c *cluster.Cluster) error {
 		}
 	}
 	return nil
+}
+
+// tier is the label the sample Service selects: "web" for the web pods.
+func tier(pod string) string {
+	if strings.HasPrefix(pod, "web-") {
+		return "web"
+	}
+	return "client"
 }
 
 func podReady(p *corev1.Pod) bool {
@@ -126,5 +159,58 @@ func connectivity(ctx context.Context, s state) {
 			continue
 		}
 		fmt.Printf("  -> %-12s %-18s on %s: ok, answered %q\n", sm.name, addr, p.Spec.NodeName, line)
+	}
+	serviceConnectivity(ctx, cs, s, from)
+}
+
+// serviceConnectivity probes the sample Service: its ClusterIP from the client pod, and its
+// NodePort on every node from the external host; each line says which web pod answered.
+func serviceConnectivity(ctx context.Context, cs kubernetes.Interface, s state, from string) {
+	svc, err := cs.CoreV1().Services("demo").Get(ctx, sampleService, metav1.GetOptions{})
+	if err != nil {
+		fmt.Println("  Service demo/web:", err)
+		return
+	}
+	// Right after `up` the load balancer's flows may still be on their way to the
+	// chassis: a probe is retried for a few seconds before it counts as failed.
+	try := func(what, netns, addr string) {
+		var line string
+		wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		err := harness.WaitFor(wctx, addr, 500*time.Millisecond, func() (bool, error) {
+			err := harness.InNetns(netns, func() error {
+				c, cancel := context.WithTimeout(wctx, 3*time.Second)
+				defer cancel()
+				var err error
+				line, err = probe.TCP(c, addr)
+				return err
+			})
+			return err == nil, err
+		})
+		if err != nil {
+			fmt.Printf("  -> %-26s %-18s: FAILED: %v\n", what, addr, err)
+			return
+		}
+		fmt.Printf("  -> %-26s %-18s: ok, answered %q\n", what, addr, line)
+	}
+	fmt.Printf("\n$ Service demo/web (ClusterIP %s, NodePort %d)\n", svc.Spec.ClusterIP, sampleNodePort)
+	for i := 0; i < 3; i++ {
+		try("ClusterIP from the client", from, netip.AddrPortFrom(netip.MustParseAddr(svc.Spec.ClusterIP), sampleSvcPort).String())
+	}
+	ext, ok := s.Netns["external"]
+	if !ok {
+		return
+	}
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		fmt.Println("  nodes:", err)
+		return
+	}
+	for _, n := range nodes.Items {
+		for _, a := range n.Status.Addresses {
+			if a.Type == corev1.NodeInternalIP {
+				try("NodePort from external", ext, netip.AddrPortFrom(netip.MustParseAddr(a.Address), sampleNodePort).String())
+			}
+		}
 	}
 }

@@ -1,0 +1,84 @@
+// Package localnat lets the node reach its own NodePorts. A connection the host opens to its
+// own node IP never crosses the gateway bridge (the kernel delivers it locally), so the
+// gateway router's load balancers never see it. The node rewrites such connections itself:
+// nodeIP:nodePort becomes the Service's ClusterIP:port, which the host reaches through the
+// management port like any ClusterIP, and the source becomes the management port's address
+// so the answer comes back the same way (from the node IP it would leave through the
+// gateway router).
+//
+// Linux does it with nf_tables in one table of its own, replaced atomically at every Sync;
+// Windows has no implementation yet.
+package localnat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+)
+
+// Protocol numbers of Rule.Protocol.
+const (
+	ProtoTCP  uint8 = 6
+	ProtoUDP  uint8 = 17
+	ProtoSCTP uint8 = 132
+)
+
+// Rule sends the host's connections to NodeIP:NodePort to ClusterIP:Port.
+type Rule struct {
+	Protocol  uint8
+	NodeIP    netip.Addr
+	NodePort  uint16
+	ClusterIP netip.Addr
+	Port      uint16
+}
+
+func (r Rule) String() string {
+	return fmt.Sprintf("%d %s -> %s", r.Protocol, netip.AddrPortFrom(r.NodeIP, r.NodePort), netip.AddrPortFrom(r.ClusterIP, r.Port))
+}
+
+// Compare orders rules (for stable rule sets).
+func (r Rule) Compare(o Rule) int {
+	for _, c := range []int{int(r.Protocol) - int(o.Protocol), r.NodeIP.Compare(o.NodeIP), int(r.NodePort) - int(o.NodePort),
+		r.ClusterIP.Compare(o.ClusterIP), int(r.Port) - int(o.Port)} {
+		if c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+func (r Rule) validate() error {
+	switch {
+	case r.Protocol != ProtoTCP && r.Protocol != ProtoUDP && r.Protocol != ProtoSCTP:
+		return fmt.Errorf("rule %s: protocol %d", r, r.Protocol)
+	case !r.NodeIP.Is4() || !r.ClusterIP.Is4():
+		return fmt.Errorf("rule %s: IPv4 only", r)
+	case r.NodePort == 0 || r.Port == 0:
+		return fmt.Errorf("rule %s: port 0", r)
+	}
+	return nil
+}
+
+// Config says where the rewritten connections leave.
+type Config struct {
+	// MgmtIface is the management port's interface: connections rewritten by a Rule are
+	// masqueraded to its address when they leave through it.
+	MgmtIface string
+}
+
+// NAT holds the node's local NodePort rules.
+type NAT interface {
+	// Sync makes the node hold exactly rules, in one atomic step: a rule missing from
+	// rules is removed, connections already rewritten keep going. Idempotent; an invalid
+	// rule fails the whole call and changes nothing.
+	Sync(ctx context.Context, rules []Rule) error
+	// Delete removes every rule (the agent's table); nothing to do if there is none.
+	Delete(ctx context.Context) error
+}
+
+// ErrNotImplemented is New's error on systems without an implementation.
+var ErrNotImplemented = errors.New("localnat: local NodePort access is not implemented on this system")
+
+// New returns the system's NAT; ErrNotImplemented where there is none.
+func New(cfg Config) (NAT, error) { return newNAT(cfg) }

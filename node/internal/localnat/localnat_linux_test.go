@@ -1,0 +1,176 @@
+package localnat
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ovn-transparent/ovn-transparent/test/harness"
+)
+
+// TestLocalNodePort builds, in two network namespaces, what a node has: "host" with the node
+// IP and a management port (a veth) routing the service range to "ovn", which answers on a
+// ClusterIP with the client address it sees. The host's connection to its own node IP's
+// NodePort must reach the ClusterIP, from the management port's address, and only while the
+// rule is there.
+func TestLocalNodePort(t *testing.T) {
+	harness.Require(t, "ip")
+	r := harness.NewTestRun(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	host, err := r.AddNetns("host")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ovn, err := r.AddNetns("ovn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const mgmt = "k8s-lnat"
+	for _, c := range [][]string{
+		{"", "ip", "link", "add", mgmt, "netns", host, "type", "veth", "peer", "name", "ovn0", "netns", ovn},
+		{host, "ip", "addr", "add", "10.9.0.2/24", "dev", mgmt},
+		{host, "ip", "link", "set", mgmt, "up"},
+		{host, "ip", "addr", "add", "172.31.0.1/32", "dev", "lo"}, // the node IP
+		{host, "ip", "route", "add", "10.96.0.0/16", "via", "10.9.0.1"},
+		{ovn, "ip", "addr", "add", "10.9.0.1/24", "dev", "ovn0"},
+		{ovn, "ip", "addr", "add", "10.96.5.5/32", "dev", "ovn0"}, // the ClusterIP
+		{ovn, "ip", "link", "set", "ovn0", "up"},
+	} {
+		if _, err := harness.Exec(ctx, c[0], c[1], c[2:]...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The "service": TCP and UDP on the ClusterIP's port 80, answering with the client
+	// address; the host's own listener on the NodePort says "host".
+	var ln net.Listener
+	var pc net.PacketConn
+	if err := harness.InNetns(ovn, func() (err error) {
+		if ln, err = net.Listen("tcp", "10.96.5.5:80"); err != nil {
+			return err
+		}
+		pc, err = net.ListenPacket("udp", "10.96.5.5:80")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	defer pc.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("svc " + c.RemoteAddr().(*net.TCPAddr).IP.String() + "\n"))
+			c.Close()
+		}
+	}()
+	go func() {
+		buf := make([]byte, 100)
+		for {
+			_, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			pc.WriteTo([]byte("svc "+from.(*net.UDPAddr).IP.String()+"\n"), from)
+		}
+	}()
+	var hostLn net.Listener
+	if err := harness.InNetns(host, func() (err error) { hostLn, err = net.Listen("tcp", "172.31.0.1:30081"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	defer hostLn.Close()
+	go func() {
+		for {
+			c, err := hostLn.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("host\n"))
+			c.Close()
+		}
+	}()
+
+	nat, err := New(Config{MgmtIface: mgmt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inHost := func(f func() error) {
+		t.Helper()
+		if err := harness.InNetns(host, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ask := func(proto, addr string) string {
+		t.Helper()
+		var got string
+		inHost(func() error {
+			c, err := net.DialTimeout(proto, addr, 2*time.Second)
+			if err != nil {
+				got = "error: " + err.Error()
+				return nil
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(2 * time.Second))
+			if proto == "udp" {
+				c.Write([]byte("x"))
+			}
+			line, err := bufio.NewReader(c).ReadString('\n')
+			if err != nil {
+				got = "error: " + err.Error()
+				return nil
+			}
+			got = strings.TrimSpace(line)
+			return nil
+		})
+		return got
+	}
+	node, svc := netip.MustParseAddr("172.31.0.1"), netip.MustParseAddr("10.96.5.5")
+	rules := []Rule{
+		{Protocol: ProtoTCP, NodeIP: node, NodePort: 30080, ClusterIP: svc, Port: 80},
+		{Protocol: ProtoUDP, NodeIP: node, NodePort: 30080, ClusterIP: svc, Port: 80},
+	}
+	for i := 0; i < 2; i++ { // the second Sync replaces the table with the same rules
+		inHost(func() error { return nat.Sync(ctx, rules) })
+	}
+	if got := ask("tcp", "172.31.0.1:30080"); got != "svc 10.9.0.2" {
+		t.Errorf("TCP to the NodePort: %q, want the service seeing the management port's address", got)
+	}
+	if got := ask("udp", "172.31.0.1:30080"); got != "svc 10.9.0.2" {
+		t.Errorf("UDP to the NodePort: %q", got)
+	}
+	if got := ask("tcp", "172.31.0.1:30081"); got != "host" {
+		t.Errorf("another port of the node IP: %q, want the host's own listener", got)
+	}
+	if got := ask("tcp", "10.96.5.5:80"); got != "svc 10.9.0.2" {
+		t.Errorf("the ClusterIP itself: %q", got)
+	}
+	// A bad rule changes nothing.
+	inHost(func() error {
+		if err := nat.Sync(ctx, append(rules, Rule{Protocol: 1, NodeIP: node, NodePort: 1, ClusterIP: svc, Port: 1})); err == nil {
+			t.Error("Sync accepted protocol 1")
+		}
+		return nil
+	})
+	if got := ask("tcp", "172.31.0.1:30080"); got != "svc 10.9.0.2" {
+		t.Errorf("after a refused Sync: %q", got)
+	}
+	// Only UDP left, then nothing.
+	inHost(func() error { return nat.Sync(ctx, rules[1:]) })
+	if got := ask("tcp", "172.31.0.1:30080"); !strings.Contains(got, "refused") {
+		t.Errorf("TCP after its rule went: %q, want connection refused", got)
+	}
+	if got := ask("udp", "172.31.0.1:30080"); got != "svc 10.9.0.2" {
+		t.Errorf("UDP after the TCP rule went: %q", got)
+	}
+	inHost(func() error { return nat.Delete(ctx) })
+	inHost(func() error { return nat.Delete(ctx) }) // already gone: no error
+	if got := ask("udp", "172.31.0.1:30080"); !strings.HasPrefix(got, "error") {
+		t.Errorf("UDP after Delete: %q", got)
+	}
+}
