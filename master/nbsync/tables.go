@@ -28,12 +28,15 @@ var tables = map[string]tableInfo{
 	owner.LogicalRouterPort: {parent: owner.LogicalRouter},
 	owner.StaticRoute:       {parent: owner.LogicalRouter},
 	owner.NAT:               {parent: owner.LogicalRouter},
+	owner.PortGroup:         {root: true},
+	owner.AddressSet:        {root: true},
+	owner.ACL:               {parent: owner.PortGroup},
 }
 
 // TableNames lists the tables the master writes, roots first.
 func TableNames() []string {
-	return []string{owner.LogicalSwitch, owner.LogicalRouter, owner.LogicalSwitchPort,
-		owner.LogicalRouterPort, owner.StaticRoute, owner.NAT}
+	return []string{owner.LogicalSwitch, owner.LogicalRouter, owner.PortGroup, owner.AddressSet,
+		owner.LogicalSwitchPort, owner.LogicalRouterPort, owner.StaticRoute, owner.NAT, owner.ACL}
 }
 
 // NewModel returns an empty model of table, or nil if the master does not write table.
@@ -51,6 +54,12 @@ func NewModel(table string) model.Model {
 		return &nbdb.LogicalRouterStaticRoute{}
 	case owner.NAT:
 		return &nbdb.NAT{}
+	case owner.PortGroup:
+		return &nbdb.PortGroup{}
+	case owner.AddressSet:
+		return &nbdb.AddressSet{}
+	case owner.ACL:
+		return &nbdb.ACL{}
 	}
 	return nil
 }
@@ -87,6 +96,21 @@ func access(m model.Model) (rowOf, error) {
 	case *nbdb.NAT:
 		return rowOf{owner.NAT, &r.UUID, &r.ExternalIDs, r.Type + " " + r.LogicalIP + " to " + r.ExternalIP,
 			[]any{&r.Type, &r.ExternalIP, &r.LogicalIP, &r.ExternalIDs}}, nil
+	case *nbdb.PortGroup:
+		// ports holds weak references to pod ports of other owners; the controller computes
+		// the whole set from the cache, so it is managed like any column.
+		return rowOf{owner.PortGroup, &r.UUID, &r.ExternalIDs, r.Name,
+			[]any{&r.Name, &r.Ports, &r.ExternalIDs}}, nil
+	case *nbdb.AddressSet:
+		return rowOf{owner.AddressSet, &r.UUID, &r.ExternalIDs, r.Name,
+			[]any{&r.Name, &r.Addresses, &r.ExternalIDs}}, nil
+	case *nbdb.ACL:
+		name := ""
+		if r.Name != nil {
+			name = *r.Name
+		}
+		return rowOf{owner.ACL, &r.UUID, &r.ExternalIDs, name,
+			[]any{&r.Name, &r.Direction, &r.Priority, &r.Match, &r.Action, &r.Log, &r.Severity, &r.Options, &r.ExternalIDs}}, nil
 	}
 	return rowOf{}, fmt.Errorf("nbsync: the master does not write rows of type %T", m)
 }
@@ -107,6 +131,10 @@ func refColumn(parent model.Model, childTable string) (*[]string, error) {
 		case owner.NAT:
 			return &p.Nat, nil
 		}
+	case *nbdb.PortGroup:
+		if childTable == owner.ACL {
+			return &p.ACLs, nil
+		}
 	}
 	return nil, fmt.Errorf("nbsync: %T has no reference column for %s rows", parent, childTable)
 }
@@ -117,6 +145,10 @@ func sameValue(a, b any) bool {
 	switch x := a.(type) {
 	case *string:
 		return *x == *b.(*string)
+	case *int:
+		return *x == *b.(*int)
+	case *bool:
+		return *x == *b.(*bool)
 	case *[]string:
 		return sameSet(*x, *b.(*[]string))
 	case *map[string]string:

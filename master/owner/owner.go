@@ -19,6 +19,8 @@ const (
 	KindKey = "k8s.ovn-transparent.io/owner-kind"
 	NameKey = "k8s.ovn-transparent.io/owner"
 	RoleKey = "k8s.ovn-transparent.io/role"
+	// RuleKey tells apart the rows of one indexed role (the ACLs of one policy).
+	RuleKey = "k8s.ovn-transparent.io/rule"
 )
 
 // Kind is the kind of object that owns a row.
@@ -30,6 +32,11 @@ const (
 	Cluster Kind = "Cluster"
 	Node    Kind = "Node"
 	Pod     Kind = "Pod"
+	// NetworkPolicy owns a policy's port group and ACLs; key "namespace/name".
+	NetworkPolicy Kind = "NetworkPolicy"
+	// NetworkPolicyPeer owns the address set of one normalised peer selector, shared by
+	// every policy with an identical peer; key: the hash of the normal form (package netpol).
+	NetworkPolicyPeer Kind = "NetworkPolicyPeer"
 )
 
 // ClusterName is the owner key of the rows of kind Cluster; there is one cluster.
@@ -43,6 +50,9 @@ const (
 	LogicalRouterPort = nbdb.LogicalRouterPortTable
 	StaticRoute       = nbdb.LogicalRouterStaticRouteTable
 	NAT               = nbdb.NATTable
+	PortGroup         = nbdb.PortGroupTable
+	ACL               = nbdb.ACLTable
+	AddressSet        = nbdb.AddressSetTable
 )
 
 // Role is the part a row plays for its owner. Within one owner, each role names at most one
@@ -82,37 +92,50 @@ const (
 	PodPort Role = "pod-port"
 )
 
+// Roles of the rows owned by a NetworkPolicy and by a NetworkPolicyPeer.
+const (
+	PolicyPods    Role = "policy-pods" // the port group of the pods a policy selects
+	PolicyACL     Role = "acl"         // indexed: one row per rule mark
+	PeerAddresses Role = "peer-addresses"
+)
+
 type roleSpec struct {
 	kind  Kind
 	table string
+	// indexed roles name several rows of one owner, told apart by ID.Rule.
+	indexed bool
 }
 
 // roles declares every role the master writes: the kind that owns it and its table. It is
 // the registry; nothing writes a role missing from it.
 var roles = map[Role]roleSpec{
-	ClusterRouter:           {Cluster, LogicalRouter},
-	JoinSwitch:              {Cluster, LogicalSwitch},
-	ClusterRouterJoinPort:   {Cluster, LogicalRouterPort},
-	JoinSwitchToClusterPort: {Cluster, LogicalSwitchPort},
+	ClusterRouter:           {kind: Cluster, table: LogicalRouter},
+	JoinSwitch:              {kind: Cluster, table: LogicalSwitch},
+	ClusterRouterJoinPort:   {kind: Cluster, table: LogicalRouterPort},
+	JoinSwitchToClusterPort: {kind: Cluster, table: LogicalSwitchPort},
 
-	NodeSwitch:            {Node, LogicalSwitch},
-	NodeRouterPort:        {Node, LogicalRouterPort},
-	NodeSwitchRouterPort:  {Node, LogicalSwitchPort},
-	ManagementPort:        {Node, LogicalSwitchPort},
-	GatewayRouter:         {Node, LogicalRouter},
-	GatewayJoinPort:       {Node, LogicalRouterPort},
-	JoinSwitchGatewayPort: {Node, LogicalSwitchPort},
-	ExternalSwitch:        {Node, LogicalSwitch},
-	GatewayExternalPort:   {Node, LogicalRouterPort},
-	ExternalSwitchGWPort:  {Node, LogicalSwitchPort},
-	LocalnetPort:          {Node, LogicalSwitchPort},
-	NodeSubnetRoute:       {Node, StaticRoute},
-	GatewayJoinIPRoute:    {Node, StaticRoute},
-	GatewayClusterRoute:   {Node, StaticRoute},
-	GatewayDefaultRoute:   {Node, StaticRoute},
-	GatewaySNAT:           {Node, NAT},
+	NodeSwitch:            {kind: Node, table: LogicalSwitch},
+	NodeRouterPort:        {kind: Node, table: LogicalRouterPort},
+	NodeSwitchRouterPort:  {kind: Node, table: LogicalSwitchPort},
+	ManagementPort:        {kind: Node, table: LogicalSwitchPort},
+	GatewayRouter:         {kind: Node, table: LogicalRouter},
+	GatewayJoinPort:       {kind: Node, table: LogicalRouterPort},
+	JoinSwitchGatewayPort: {kind: Node, table: LogicalSwitchPort},
+	ExternalSwitch:        {kind: Node, table: LogicalSwitch},
+	GatewayExternalPort:   {kind: Node, table: LogicalRouterPort},
+	ExternalSwitchGWPort:  {kind: Node, table: LogicalSwitchPort},
+	LocalnetPort:          {kind: Node, table: LogicalSwitchPort},
+	NodeSubnetRoute:       {kind: Node, table: StaticRoute},
+	GatewayJoinIPRoute:    {kind: Node, table: StaticRoute},
+	GatewayClusterRoute:   {kind: Node, table: StaticRoute},
+	GatewayDefaultRoute:   {kind: Node, table: StaticRoute},
+	GatewaySNAT:           {kind: Node, table: NAT},
 
-	PodPort: {Pod, LogicalSwitchPort},
+	PodPort: {kind: Pod, table: LogicalSwitchPort},
+
+	PolicyPods:    {kind: NetworkPolicy, table: PortGroup},
+	PolicyACL:     {kind: NetworkPolicy, table: ACL, indexed: true},
+	PeerAddresses: {kind: NetworkPolicyPeer, table: AddressSet},
 }
 
 // Key names the object that owns rows: what one controller sync handles.
@@ -126,7 +149,7 @@ func (k Key) String() string { return string(k.Kind) + " " + k.Name }
 // Known reports whether the master has a controller for k's kind.
 func (k Key) Known() bool {
 	switch k.Kind {
-	case Cluster, Node, Pod:
+	case Cluster, Node, Pod, NetworkPolicy, NetworkPolicyPeer:
 		return true
 	}
 	return false
@@ -136,6 +159,8 @@ func (k Key) Known() bool {
 type ID struct {
 	Key
 	Role Role
+	// Rule tells apart the rows of an indexed role; empty for the others.
+	Rule string
 }
 
 // NewID is the ID of the row playing role for the owner kind/name.
@@ -143,7 +168,19 @@ func NewID(kind Kind, name string, role Role) ID {
 	return ID{Key: Key{Kind: kind, Name: name}, Role: role}
 }
 
-func (id ID) String() string { return id.Key.String() + " " + string(id.Role) }
+// NewRuleID is the ID of the row playing indexed role for rule of the owner kind/name.
+func NewRuleID(kind Kind, name string, role Role, rule string) ID {
+	id := NewID(kind, name, role)
+	id.Rule = rule
+	return id
+}
+
+func (id ID) String() string {
+	if id.Rule != "" {
+		return id.Key.String() + " " + string(id.Role) + " " + id.Rule
+	}
+	return id.Key.String() + " " + string(id.Role)
+}
 
 // Validate checks that id's role is registered for id's kind and that the owner is named.
 func (id ID) Validate() error {
@@ -157,6 +194,9 @@ func (id ID) Validate() error {
 	if id.Name == "" {
 		return fmt.Errorf("owner: %s: no owner name", id)
 	}
+	if spec.indexed != (id.Rule != "") {
+		return fmt.Errorf("owner: %s: role %q takes a rule mark exactly when it is indexed", id, id.Role)
+	}
 	return nil
 }
 
@@ -165,11 +205,15 @@ func (id ID) Table() string { return roles[id.Role].table }
 
 // ExternalIDs returns the marks of id, as a new map the caller may extend.
 func (id ID) ExternalIDs() map[string]string {
-	return map[string]string{
+	m := map[string]string{
 		KindKey: string(id.Kind),
 		NameKey: id.Name,
 		RoleKey: string(id.Role),
 	}
+	if id.Rule != "" {
+		m[RuleKey] = id.Rule
+	}
+	return m
 }
 
 // FromExternalIDs reads the marks of a row. ours is false when the row carries no owner
@@ -180,7 +224,7 @@ func FromExternalIDs(ids map[string]string) (id ID, ours bool, err error) {
 	if !ok {
 		return ID{}, false, nil
 	}
-	id = NewID(Kind(kind), ids[NameKey], Role(ids[RoleKey]))
+	id = NewRuleID(Kind(kind), ids[NameKey], Role(ids[RoleKey]), ids[RuleKey])
 	return id, true, id.Validate()
 }
 

@@ -46,18 +46,32 @@ func TestFromExternalIDs(t *testing.T) {
 
 func TestRegistry(t *testing.T) {
 	tables := map[string]bool{LogicalSwitch: true, LogicalSwitchPort: true, LogicalRouter: true,
-		LogicalRouterPort: true, StaticRoute: true, NAT: true}
+		LogicalRouterPort: true, StaticRoute: true, NAT: true, PortGroup: true, ACL: true, AddressSet: true}
 	n := 0
-	for _, kind := range []Kind{Cluster, Node, Pod} {
+	for _, kind := range []Kind{Cluster, Node, Pod, NetworkPolicy, NetworkPolicyPeer} {
 		for _, r := range Roles(kind) {
 			n++
-			if err := NewID(kind, "x", r).Validate(); err != nil {
+			id := NewID(kind, "x", r)
+			if roles[r].indexed {
+				if id.Validate() == nil {
+					t.Errorf("indexed role %s valid without a rule mark", r)
+				}
+				id.Rule = "ingress-0"
+			}
+			if err := id.Validate(); err != nil {
 				t.Error(err)
 			}
-			if !tables[NewID(kind, "x", r).Table()] {
-				t.Errorf("role %s in unknown table %q", r, NewID(kind, "x", r).Table())
+			if !tables[id.Table()] {
+				t.Errorf("role %s in unknown table %q", r, id.Table())
+			}
+			back, ours, err := FromExternalIDs(id.ExternalIDs())
+			if !ours || err != nil || back != id {
+				t.Errorf("%s: marks read back as %s (%v)", id, back, err)
 			}
 		}
+	}
+	if NewRuleID(Pod, "x", PodPort, "r").Validate() == nil {
+		t.Error("a rule mark on a role that is not indexed is valid")
 	}
 	if n != len(roles) {
 		t.Errorf("%d roles reachable from the kinds, %d registered", n, len(roles))
