@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	networkinglisters "k8s.io/client-go/listers/networking/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -29,6 +30,7 @@ import (
 	"github.com/ovn-transparent/ovn-transparent/internal/ovsdb"
 	"github.com/ovn-transparent/ovn-transparent/master/ipam"
 	"github.com/ovn-transparent/ovn-transparent/master/nbsync"
+	"github.com/ovn-transparent/ovn-transparent/master/netpol"
 	"github.com/ovn-transparent/ovn-transparent/master/owner"
 	"github.com/ovn-transparent/ovn-transparent/master/topology"
 )
@@ -60,8 +62,13 @@ type Controller struct {
 	nodes   corelisters.NodeLister
 	pods    corelisters.PodLister
 	podsIdx cache.Indexer
-	synced  []cache.InformerSynced
-	queue   workqueue.TypedRateLimitingInterface[owner.Key]
+	// NetworkPolicy (netpol.go).
+	policies   networkinglisters.NetworkPolicyLister
+	namespaces corelisters.NamespaceLister
+	np         *netpolIndex
+	mgmtMatch  string
+	synced     []cache.InformerSynced
+	queue      workqueue.TypedRateLimitingInterface[owner.Key]
 
 	// refills counts the NB cache refills (reconnections) seen, for logs and tests.
 	refills atomic.Int64
@@ -87,15 +94,17 @@ func New(cfg Config, kube kubernetes.Interface, nb client.Client, recorder recor
 		return nil, err
 	}
 	c := &Controller{
-		cfg:      cfg,
-		topo:     topology.Config{ClusterCIDR: cfg.ClusterCIDR, JoinSubnet: cfg.JoinSubnet},
-		kube:     kube,
-		nb:       nb,
-		view:     nbsync.NewCacheView(nb),
-		ipam:     state,
-		log:      log,
-		recorder: recorder,
-		factory:  informers.NewSharedInformerFactory(kube, 0),
+		cfg:       cfg,
+		topo:      topology.Config{ClusterCIDR: cfg.ClusterCIDR, JoinSubnet: cfg.JoinSubnet},
+		kube:      kube,
+		nb:        nb,
+		view:      nbsync.NewCacheView(nb),
+		ipam:      state,
+		log:       log,
+		recorder:  recorder,
+		factory:   informers.NewSharedInformerFactory(kube, 0),
+		np:        newNetpolIndex(),
+		mgmtMatch: netpol.ManagementMatch(cfg.ClusterCIDR, cfg.NodeSubnetBits),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedMaxOfRateLimiter[owner.Key](
 				// Transient failures (NB unreachable, a parent not created yet) retry
@@ -129,7 +138,11 @@ func (c *Controller) Run(ctx context.Context) error {
 	if err := c.rebuild(ctx); err != nil {
 		return err
 	}
+	if err := c.primeNetpol(); err != nil {
+		return err
+	}
 	c.nb.Cache().AddEventHandler(&nbHandler{ctx: ctx, c: c})
+	c.nb.Cache().AddEventHandler(npNBHandler{c: c})
 	if err := c.enqueueAll(ctx); err != nil {
 		return err
 	}
@@ -208,6 +221,10 @@ func (c *Controller) sync(ctx context.Context, key owner.Key) error {
 		return c.syncNode(ctx, key.Name)
 	case owner.Pod:
 		return c.syncPod(ctx, key.Name)
+	case owner.NetworkPolicy:
+		return c.syncPolicy(ctx, key.Name)
+	case owner.NetworkPolicyPeer:
+		return c.syncPeer(ctx, key.Name)
 	}
 	return nil
 }

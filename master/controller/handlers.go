@@ -59,7 +59,7 @@ func (c *Controller) setUpInformers() error {
 		return err
 	}
 	c.synced = []cache.InformerSynced{nodeReg.HasSynced, podReg.HasSynced}
-	return nil
+	return c.setUpNetpolInformers()
 }
 
 func (c *Controller) enqueueObject(kind owner.Kind, obj any) {
@@ -96,7 +96,7 @@ func (c *Controller) enqueueAll(ctx context.Context) error {
 	for _, m := range rows {
 		c.enqueueOwner(m)
 	}
-	return nil
+	return c.enqueueNetpol()
 }
 
 // enqueueOwner enqueues the owner of NB row m, if it is one of ours of a kind we sync. Rows
