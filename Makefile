@@ -53,6 +53,10 @@ test: deps lint build build-windows kube-binaries
 bench: deps build kube-binaries
 	OVNT_BIN_DIR=$(abspath $(BIN)) $(GO) test -count=1 -run '^$$' -bench PodStartup -benchtime 1x ./test/e2e/
 
+# NetworkPolicy at scale against a real NB and API server (figures, nothing asserted).
+bench-netpol: deps build kube-binaries
+	OVNT_BIN_DIR=$(abspath $(BIN)) $(GO) test -count=1 -timeout 45m -run '^$$' -bench NetworkPolicy -benchtime 1x ./test/npbench/
+
 test-unit:
 	$(GO) test -count=1 -short ./...
 
