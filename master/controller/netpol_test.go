@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -269,4 +270,59 @@ func (e *env) annotateNamespace(name, logging string) {
 	if _, err := e.kube.CoreV1().Namespaces().Patch(e.ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		e.t.Fatal(err)
 	}
+}
+
+// TestNetworkPolicyRestart: a policy deleted while no master runs loses its port group,
+// ACLs and address set at the next start; the rows of the policy that stays are kept as
+// they are.
+func TestNetworkPolicyRestart(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	e := newEnv(t, ctx)
+	cfg := testConfig("10.244.0.0/16")
+	m := e.startMaster(cfg)
+	e.createNode("node1", nil)
+	e.createNamespace("np1", nil)
+	e.createLabelledPod("np1", "a", "node1", map[string]string{"app": "a"})
+	for _, name := range []string{"keep", "gone"} {
+		e.createPolicy(&networkingv1.NetworkPolicy{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "np1", Name: name},
+			Spec: networkingv1.NetworkPolicySpec{PodSelector: *sel("app", "a"),
+				Ingress: []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{{PodSelector: sel("peer", name)}}}}},
+		})
+	}
+	keepPeer, _ := netpol.NewPeer("np1", nil, sel("peer", "keep"))
+	gonePeer, _ := netpol.NewPeer("np1", nil, sel("peer", "gone"))
+	rows := func() string {
+		return strings.Join(strings.Fields(e.nbctl("--bare", "--columns=name", "list", "port_group")+" "+
+			e.nbctl("--bare", "--columns=name", "list", "address_set")), " ")
+	}
+	both := strings.Join([]string{netpol.PortGroupName("np1/gone"), netpol.PortGroupName("np1/keep"),
+		gonePeer.AddressSetName(), keepPeer.AddressSetName()}, " ")
+	e.eventually("both policies' rows", func() (bool, string) {
+		got := strings.Fields(rows())
+		return len(got) == 4 && sameWords(got, strings.Fields(both)), rows()
+	})
+	keepUUID := e.nbctl("--bare", "--columns=_uuid", "find", "port_group", "name="+netpol.PortGroupName("np1/keep"))
+	m.stop()
+	e.deletePolicy("np1", "gone")
+	e.startMaster(cfg)
+	want := []string{netpol.PortGroupName("np1/keep"), keepPeer.AddressSetName()}
+	e.eventually("only the kept policy's rows", func() (bool, string) {
+		return sameWords(strings.Fields(rows()), want), rows()
+	})
+	if got := e.nbctl("--bare", "--columns=_uuid", "find", "port_group", "name="+netpol.PortGroupName("np1/keep")); got != keepUUID {
+		t.Errorf("the kept policy's port group was replaced: %s, was %s", got, keepUUID)
+	}
+	if n := len(e.lines("--bare", "--columns=_uuid", "list", "acl")); n != 3 {
+		t.Errorf("%d ACLs, want the kept policy's 3 (deny, management, rule)", n)
+	}
+}
+
+func sameWords(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
 }
