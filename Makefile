@@ -12,7 +12,7 @@ LDFLAGS     := -X github.com/ovn-transparent/ovn-transparent/internal/cliapp.ver
 TEST_FLAGS  ?= -count=1 -timeout 30m
 export OVNT_CACHE_DIR ?= /var/cache/ovn-transparent
 
-.PHONY: all build build-windows models lint deps kube-binaries test test-unit bench sandbox sandbox-down clean
+.PHONY: all build build-windows models lint deps kube-binaries test test-unit bench conformance sandbox sandbox-down clean
 
 all: build
 
@@ -56,6 +56,12 @@ bench: deps build kube-binaries
 # NetworkPolicy at scale against a real NB and API server (figures, nothing asserted).
 bench-netpol: deps build kube-binaries
 	OVNT_BIN_DIR=$(abspath $(BIN)) $(GO) test -count=1 -timeout 45m -run '^$$' -bench NetworkPolicy -benchtime 1x ./test/npbench/
+
+# Every NetworkPolicy case cyclonus generates, judged by its truth table against real packets
+# (make test runs a subset with every tag); prints pass/fail counts per tag at the end.
+conformance: deps build kube-binaries
+	OVNT_BIN_DIR=$(abspath $(BIN)) OVNT_CONFORMANCE=all $(GO) test -count=1 -timeout 240m -v \
+	  -run 'TestNoPolicyAllAllowed|TestCyclonus' ./test/conformance/
 
 test-unit:
 	$(GO) test -count=1 -short ./...

@@ -180,3 +180,12 @@ func policiesYAML(policies []*networkingv1.NetworkPolicy) string {
 	}
 	return sb.String()
 }
+
+// renderResources prints the model one pod a line: address, pod labels, namespace labels.
+func renderResources(res *probe.Resources) string {
+	var sb strings.Builder
+	for _, p := range res.Pods {
+		fmt.Fprintf(&sb, "%-8s %-15s pod labels %v, namespace labels %v\n", p.Namespace+"/"+p.Name, p.IP, p.Labels, res.Namespaces[p.Namespace])
+	}
+	return sb.String()
+}

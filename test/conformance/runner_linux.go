@@ -604,7 +604,7 @@ func (r *runner) runCase(ctx context.Context, idx int, tc *generator.TestCase, r
 			res.Passed = false
 			res.Mismatches += bad
 			report(fmt.Sprintf("case #%d %q step %d: %d of %d probes differ from the oracle (%d differed on the first try)\npolicies:\n%s\nresources:\n%s\n%s",
-				idx, tc.Description, si+1, bad, len(e.Want), len(retry), policiesYAML(r.policies), r.res.RenderTable(), renderDiff(e.Want, got)))
+				idx, tc.Description, si+1, bad, len(e.Want), len(retry), policiesYAML(r.policies), renderResources(r.res), renderDiff(e.Want, got)))
 		}
 	}
 	return res
