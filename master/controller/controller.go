@@ -141,6 +141,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	if err := c.primeNetpol(); err != nil {
 		return err
 	}
+	c.syncNetpolBatched(ctx)
 	c.nb.Cache().AddEventHandler(&nbHandler{ctx: ctx, c: c})
 	c.nb.Cache().AddEventHandler(npNBHandler{c: c})
 	if err := c.enqueueAll(ctx); err != nil {
@@ -249,6 +250,6 @@ func (c *Controller) apply(ctx context.Context, key owner.Key, rows []nbsync.Row
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", key, err)
 	}
-	c.log.V(2).Info("Applied", "key", key.String(), "changes", plan.String())
+	c.log.V(2).Info("Applied", "key", key.String(), "changes", plan.String(), "ops", len(ops))
 	return plan, nil
 }

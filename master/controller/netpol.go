@@ -6,8 +6,10 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/ovn-org/libovsdb/model"
+	libovsdb "github.com/ovn-org/libovsdb/ovsdb"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/annotations"
+	"github.com/ovn-transparent/ovn-transparent/internal/ovsdb"
 	"github.com/ovn-transparent/ovn-transparent/master/nbsync"
 	"github.com/ovn-transparent/ovn-transparent/master/netpol"
 	"github.com/ovn-transparent/ovn-transparent/master/owner"
@@ -525,3 +528,68 @@ func (h npNBHandler) OnAdd(table string, m model.Model) {
 
 func (h npNBHandler) OnUpdate(string, model.Model, model.Model) {}
 func (h npNBHandler) OnDelete(string, model.Model)              {}
+
+// startupBatch is how many keys' changes share one transaction at start-up.
+const startupBatch = 200
+
+// syncNetpolBatched converges every peer and policy before the workers start, many keys per
+// transaction: at start-up thousands of policies would otherwise cost one NB round trip each.
+// Peers go first, since ACLs name their address sets. Anything it cannot do is left to the
+// work queue, which syncs every key afterwards anyway (and finds nothing to do for the keys
+// done here); single changes later stay one key, one small transaction.
+func (c *Controller) syncNetpolBatched(ctx context.Context) {
+	start := time.Now()
+	var (
+		ops   []libovsdb.Operation
+		keys  int
+		txns  int
+		total int
+	)
+	flush := func() {
+		if len(ops) == 0 {
+			return
+		}
+		results, err := ovsdb.Transact(ctx, c.nb, ops...)
+		if err == nil {
+			err = nbsync.CheckApplied(ops, results)
+		}
+		if err != nil {
+			c.log.Error(err, "Start-up batch failed; the work queue retries its keys", "keys", keys)
+		}
+		txns++
+		ops, keys = nil, 0
+	}
+	add := func(key owner.Key, rows []nbsync.Row) {
+		plan, err := nbsync.Diff(ctx, c.view, key, rows)
+		if err != nil || plan.Empty() {
+			return
+		}
+		o, err := plan.Ops(c.nb)
+		if err != nil {
+			return
+		}
+		ops = append(ops, o...)
+		keys++
+		total++
+		if keys >= startupBatch {
+			flush()
+		}
+	}
+	for _, k := range c.np.allPeers() {
+		if peer, ok := c.np.peer(k); ok {
+			add(peerKey(k), []nbsync.Row{netpol.PeerRow(peer, c.peerPods(ctx, peer))})
+		}
+	}
+	flush()
+	pols, err := c.policies.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, pol := range pols {
+		out := c.policyRows(ctx, pol)
+		add(policyKey(netpol.PolicyName(pol)), out.Rows)
+	}
+	flush()
+	c.log.Info("NetworkPolicy start-up sync", "policies", len(pols), "changedKeys", total, "transactions", txns,
+		"took", time.Since(start).Round(time.Millisecond))
+}

@@ -142,7 +142,7 @@ func BenchmarkNetworkPolicy(b *testing.B) {
 		p, err := r.Start(harness.ProcSpec{Name: name, Path: masterBin, Args: []string{
 			"--kubeconfig", kube.Kubeconfig, "--nb-address", central.NBRemote,
 			"--cluster-cidr", clusterCIDR, "--node-subnet-prefix", fmt.Sprint(nodeBits),
-			"--leader-elect=false", "--kube-api-qps", "1000", "--kube-api-burst", "2000"}})
+			"--leader-elect=false", "--kube-api-qps", "1000", "--kube-api-burst", "2000", "--log-level", "2"}})
 		if err != nil {
 			b.Fatal(err)
 		}
