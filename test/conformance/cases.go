@@ -99,8 +99,8 @@ func hasNotInPolicy(tc *generator.TestCase) bool {
 }
 
 // ciSubset picks a few cases in which every tag of cases appears at least once (greedy set
-// cover: the case adding most uncovered tags first, ties to the case with fewer steps, then the
-// earlier one), plus the cases with NotIn selectors. It returns the indexes in cases, sorted.
+// cover: the case adding most uncovered tags per step first, ties to the earlier one), plus
+// our cases with NotIn selectors. It returns the indexes in cases, sorted.
 func ciSubset(cases []*generator.TestCase) []int {
 	uncovered := map[string]bool{}
 	for _, tc := range cases {
@@ -126,7 +126,8 @@ func ciSubset(cases []*generator.TestCase) []int {
 					n++
 				}
 			}
-			if n > bestN || (n == bestN && n > 0 && len(tc.Steps) < len(cases[best].Steps)) {
+			// Each step is a full round of probes: weigh new tags by steps.
+			if n > 0 && (best < 0 || n*len(cases[best].Steps) > bestN*len(tc.Steps)) {
 				best, bestN = i, n
 			}
 		}
