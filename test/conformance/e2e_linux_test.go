@@ -53,7 +53,7 @@ func e2ePod(t *testing.T, r *runner, ns, name, node string, labels map[string]st
 	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
-		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "workload", Image: "ovnt-workload", Ports: cports}}},
+		Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "workload", Image: "ovnt-workload", Ports: cports}}},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
