@@ -326,3 +326,41 @@ func sameWords(a, b []string) bool {
 	slices.Sort(b)
 	return slices.Equal(a, b)
 }
+
+// TestNetworkPolicyBadInput: a policy the translator cannot express exactly (an ipBlock the
+// API server accepts with a leading-zero octet, which C and Go readers disagree on) gets a
+// Warning Event and fails closed: the pods it selects get its drop ACLs without its allows;
+// pods it does not select keep their traffic, and other policies still work.
+func TestNetworkPolicyBadInput(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	e := newEnv(t, ctx)
+	e.startMaster(testConfig("10.244.0.0/16"))
+	e.createNode("node1", nil)
+	e.createNamespace("np1", nil)
+	a := e.createLabelledPod("np1", "a", "node1", map[string]string{"app": "a"})
+	b := e.createLabelledPod("np1", "b", "node1", map[string]string{"app": "b"})
+	c := e.createLabelledPod("np1", "c", "node1", map[string]string{"app": "c"})
+	_, err := e.kube.NetworkingV1().NetworkPolicies("np1").Create(e.ctx, &networkingv1.NetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "np1", Name: "bad"},
+		Spec: networkingv1.NetworkPolicySpec{PodSelector: *sel("app", "a"),
+			Ingress: []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{
+				{PodSelector: &metav1.LabelSelector{}},
+				{IPBlock: &networkingv1.IPBlock{CIDR: "010.0.0.0/8"}},
+			}}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("the API server refused the policy, so this test cannot make its point: %v", err)
+	}
+	e.createPolicy(&networkingv1.NetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "np1", Name: "good"},
+		Spec: networkingv1.NetworkPolicySpec{PodSelector: *sel("app", "c"),
+			Ingress: []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{{PodSelector: sel("app", "b")}}}}},
+	})
+	e.waitEvent("bad", ReasonInvalidNetworkPolicy)
+	e.expect("bad policy fails closed", b, a, "tcp", 80, false)
+	e.expect("pods the bad policy does not select", a, b, "tcp", 80, true)
+	e.expect("another policy still allows", b, c, "tcp", 80, true)
+	e.expect("and still denies", a, c, "tcp", 80, false)
+}
