@@ -157,6 +157,7 @@ type caseResult struct {
 	Probes      int // probes compared
 	Mismatches  int
 	Corrected   int // probes whose expectation the NotIn correction changed
+	Retried     int // probes that differed on the first try and agreed on the second
 	Seconds     float64
 }
 
@@ -166,7 +167,7 @@ func summary(results []caseResult) string {
 	for _, t := range generator.TagSlice {
 		counts[t] = &tagCount{}
 	}
-	pass, corrProbes, corrCases, probes := 0, 0, 0, 0
+	pass, corrProbes, corrCases, probes, retried := 0, 0, 0, 0, 0
 	var secs float64
 	for _, r := range results {
 		for _, t := range r.Tags {
@@ -187,6 +188,7 @@ func summary(results []caseResult) string {
 			corrProbes += r.Corrected
 		}
 		probes += r.Probes
+		retried += r.Retried
 		secs += r.Seconds
 	}
 	var sb strings.Builder
@@ -195,7 +197,7 @@ func summary(results []caseResult) string {
 		c := counts[t]
 		fmt.Fprintf(&sb, "%-28s %5d %5d\n", t, c.Pass, c.Fail)
 	}
-	fmt.Fprintf(&sb, "cases: %d passed, %d failed, %d total; %d probes compared\n", pass, len(results)-pass, len(results), probes)
+	fmt.Fprintf(&sb, "cases: %d passed, %d failed, %d total; %d probes compared, %d agreed only on the second try\n", pass, len(results)-pass, len(results), probes, retried)
 	fmt.Fprintf(&sb, "NotIn corrections of the oracle: %d probes in %d cases\n", corrProbes, corrCases)
 	if len(results) > 0 {
 		fmt.Fprintf(&sb, "time per case: %.1f s mean, %.0f s total\n", secs/float64(len(results)), secs)

@@ -598,6 +598,7 @@ func (r *runner) runCase(ctx context.Context, idx int, tc *generator.TestCase, r
 				bad++
 			}
 		}
+		res.Retried += len(retry) - bad
 		res.Probes += len(e.Want)
 		res.Corrected += len(e.Corrected)
 		if bad > 0 {
