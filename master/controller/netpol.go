@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -428,11 +429,15 @@ func (c *Controller) allPods(ctx context.Context) []netpol.Pod {
 
 // policyRows translates one policy. A policy the translator cannot express exactly gets
 // an Event and fails closed.
-func (c *Controller) policyRows(ctx context.Context, pol *networkingv1.NetworkPolicy) netpol.Output {
+// pods are the pods of the policy's namespace when the caller has them already (nil: read them).
+func (c *Controller) policyRows(ctx context.Context, pol *networkingv1.NetworkPolicy, pods []netpol.Pod) netpol.Output {
 	logging, _ := netpol.ParseLogging(c.npNamespaceAnnotation(pol.Namespace))
+	if pods == nil {
+		pods = c.podsIn(ctx, pol.Namespace)
+	}
 	in := netpol.Input{
 		Policy:     pol,
-		Pods:       c.podsIn(ctx, pol.Namespace),
+		Pods:       pods,
 		Logging:    logging,
 		Management: c.mgmtMatch,
 		PeerPods:   func(p netpol.Peer) []netpol.Pod { return c.peerPods(ctx, p) },
@@ -473,7 +478,7 @@ func (c *Controller) syncPolicy(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	out := c.policyRows(ctx, pol)
+	out := c.policyRows(ctx, pol, nil)
 	released := c.np.set(key, out.Peers, netpol.HasNamedEgressPorts(pol))
 	for _, p := range out.Peers {
 		if !c.addressSetExists(ctx, p.AddressSetName()) {
@@ -585,8 +590,18 @@ func (c *Controller) syncNetpolBatched(ctx context.Context) {
 	if err != nil {
 		return
 	}
+	// The policies of one namespace share its pods: convert them once.
+	slices.SortFunc(pols, func(a, b *networkingv1.NetworkPolicy) int { return strings.Compare(a.Namespace, b.Namespace) })
+	var ns string
+	var pods []netpol.Pod
 	for _, pol := range pols {
-		out := c.policyRows(ctx, pol)
+		if pol.Namespace != ns || pods == nil {
+			ns, pods = pol.Namespace, c.podsIn(ctx, pol.Namespace)
+			if pods == nil {
+				pods = []netpol.Pod{}
+			}
+		}
+		out := c.policyRows(ctx, pol, pods)
 		add(policyKey(netpol.PolicyName(pol)), out.Rows)
 	}
 	flush()

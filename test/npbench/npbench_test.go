@@ -206,6 +206,9 @@ func BenchmarkNetworkPolicy(b *testing.B) {
 	// Cold: the policies appear while no master runs; a starting master converges them.
 	createPolicies(ctx, b, kc)
 	time.Sleep(time.Second)
+	nbPid := readPid(r.Path("central", "nb.pid"))
+	nbCPU0 := cpuTime(nbPid)
+	load0 := loadAvg()
 	t0 = time.Now()
 	m = startMaster("ovnt-master")
 	defer m.Stop()
@@ -218,6 +221,18 @@ func BenchmarkNetworkPolicy(b *testing.B) {
 		return w.count(ctx, &as) >= 2*namespaces+1 && time.Since(time.Unix(0, w.last.Load())) > 3*time.Second
 	})
 	cold := time.Unix(0, w.last.Load()).Sub(t0)
+	coldCPU, coldNBCPU := cpuTime(m.Pid()), cpuTime(nbPid)-nbCPU0
+	// The start-up resync of every key (no-op diffs) may still be queued: wait until the
+	// master is idle, so that the single changes below do not queue behind it.
+	for prev := cpuTime(m.Pid()); ; {
+		time.Sleep(time.Second)
+		cur := cpuTime(m.Pid())
+		if cur-prev < 50*time.Millisecond {
+			break
+		}
+		prev = cur
+	}
+	idle := time.Since(t0)
 	var acls []nbdb.ACL
 	var pgs []nbdb.PortGroup
 	var ass []nbdb.AddressSet
@@ -285,7 +300,8 @@ func BenchmarkNetworkPolicy(b *testing.B) {
 
 	fmt.Printf("NetworkPolicy benchmark: %d namespaces x %d pods x 5 policies (%d pods, %d policies), %d nodes\n",
 		namespaces, podsPerNS, namespaces*podsPerNS, namespaces*5, nodes)
-	fmt.Printf("  cold convergence (master start, %d policies new): %v\n", namespaces*5, cold.Round(time.Millisecond))
+	fmt.Printf("  cold convergence (master start, %d policies new): %v; master CPU %v, NB ovsdb-server CPU %v meanwhile; master idle after %v; load average at start %s\n",
+		namespaces*5, cold.Round(time.Millisecond), coldCPU.Round(time.Millisecond), coldNBCPU.Round(time.Millisecond), idle.Round(time.Second), load0)
 	fmt.Printf("  rows: %d ACLs, %d port groups, %d address sets\n", nACL, nPG, nAS)
 	fmt.Printf("  pod label change -> NB: p50 %v, p99 %v, max %v; NB rows changed p50 %d, max %d (%d samples)\n",
 		pct(labelLat, 50), pct(labelLat, 99), pct(labelLat, 100), pctInt(labelOps, 50), pctInt(labelOps, 100), len(labelLat))
@@ -308,6 +324,39 @@ func pctInt(d []int64, p int) int64 {
 	i := (len(s)*p + 99) / 100
 	i = min(max(i-1, 0), len(s)-1)
 	return s[i]
+}
+
+// cpuTime returns the user+system CPU time pid has used.
+func cpuTime(pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(data)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	var ut, st int64
+	fmt.Sscan(f[11], &ut)
+	fmt.Sscan(f[12], &st)
+	return time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ is 100 on Linux
+}
+
+func readPid(path string) int {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	var pid int
+	fmt.Sscan(strings.TrimSpace(string(data)), &pid)
+	return pid
+}
+
+func loadAvg() string {
+	data, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 // procMem returns VmRSS and VmHWM of pid in KiB.
