@@ -193,6 +193,12 @@ func TestNetworkPolicy(t *testing.T) {
 	e.expect("union keeps the first policy", cli, srv, "tcp", 8080, true)
 	e.expect("udp from team a", cli, srv, "udp", 5005, false)
 
+	// A namespace label change moves its pods out of a namespace-selector peer and back.
+	e.labelNamespace("np2", `{"team":"c"}`)
+	e.expect("namespace relabelled", ext, srv, "udp", 5005, false)
+	e.labelNamespace("np2", `{"team":"b"}`)
+	e.expect("namespace relabelled back", ext, srv, "udp", 5005, true)
+
 	// A label change moves a pod into a peer.
 	e.labelPod("np1", "other", `{"app":"cli"}`)
 	e.expect("relabelled pod", other, srv, "tcp", 8080, true)
@@ -262,6 +268,14 @@ func TestNetworkPolicy(t *testing.T) {
 		return got == "", got
 	})
 	e.expect("all deleted", other, srv, "tcp", 8080, true)
+}
+
+func (e *env) labelNamespace(name, lbls string) {
+	e.t.Helper()
+	patch := fmt.Sprintf(`{"metadata":{"labels":%s}}`, lbls)
+	if _, err := e.kube.CoreV1().Namespaces().Patch(e.ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
 }
 
 func (e *env) annotateNamespace(name, logging string) {
