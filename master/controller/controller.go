@@ -216,7 +216,8 @@ func (c *Controller) processNext(ctx context.Context) bool {
 func (c *Controller) sync(ctx context.Context, key owner.Key) error {
 	switch key.Kind {
 	case owner.Cluster:
-		_, err := c.apply(ctx, key, topology.Cluster(c.topo))
+		// The ACL log meter is the cluster's: every namespace's logged ACLs name it.
+		_, err := c.apply(ctx, key, append(topology.Cluster(c.topo), netpol.MeterRows()...))
 		return err
 	case owner.Node:
 		return c.syncNode(ctx, key.Name)

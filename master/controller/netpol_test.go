@@ -247,8 +247,8 @@ func TestNetworkPolicy(t *testing.T) {
 	// Logging: the namespace annotation reaches existing ACLs, and a change too.
 	e.annotateNamespace("np1", `{"allow":"info","deny":"warning"}`)
 	e.eventually("logging on", func() (bool, string) {
-		got := e.nbctl("--bare", "--columns=action,log,severity", "find", "acl", "name=np1/srv-from-cli/ingress-deny")
-		return strings.Fields(got) != nil && strings.Join(strings.Fields(got), " ") == "drop true warning", got
+		got := e.nbctl("--bare", "--columns=action,log,severity,meter", "find", "acl", "name=np1/srv-from-cli/ingress-deny")
+		return strings.Join(strings.Fields(got), " ") == "drop true warning "+netpol.MeterName, got
 	})
 	e.annotateNamespace("np1", `{"deny":"alert"}`)
 	e.eventually("logging changed", func() (bool, string) {
@@ -256,6 +256,12 @@ func TestNetworkPolicy(t *testing.T) {
 		deny := e.nbctl("--bare", "--columns=severity", "find", "acl", "name=np1/srv-from-cli/ingress-deny")
 		return strings.Join(strings.Fields(got), " ") == "false" && deny == "alert", got + " / " + deny
 	})
+	if got := e.nbctl("--bare", "--columns=name,unit,fair", "list", "meter"); strings.Join(strings.Fields(got), " ") != netpol.MeterName+" pktps true" {
+		t.Errorf("ACL log meter: %q", got)
+	}
+	if got := strings.Join(strings.Fields(e.nbctl("--bare", "--columns=action,rate,burst_size", "list", "meter_band")), " "); got != fmt.Sprintf("drop %d %d", netpol.MeterRate, netpol.MeterBurst) {
+		t.Errorf("ACL log meter band: %q", got)
+	}
 	t.Logf("acl-list of a policy's port group:\n%s", e.nbctl("acl-list", netpol.PortGroupName("np1/srv-from-cli")))
 
 	// Delete every policy: no port group, ACL or address set is left.

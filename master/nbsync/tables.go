@@ -31,12 +31,14 @@ var tables = map[string]tableInfo{
 	owner.PortGroup:         {root: true},
 	owner.AddressSet:        {root: true},
 	owner.ACL:               {parent: owner.PortGroup},
+	owner.Meter:             {root: true},
+	owner.MeterBand:         {parent: owner.Meter},
 }
 
 // TableNames lists the tables the master writes, roots first.
 func TableNames() []string {
-	return []string{owner.LogicalSwitch, owner.LogicalRouter, owner.PortGroup, owner.AddressSet,
-		owner.LogicalSwitchPort, owner.LogicalRouterPort, owner.StaticRoute, owner.NAT, owner.ACL}
+	return []string{owner.LogicalSwitch, owner.LogicalRouter, owner.PortGroup, owner.AddressSet, owner.Meter,
+		owner.LogicalSwitchPort, owner.LogicalRouterPort, owner.StaticRoute, owner.NAT, owner.ACL, owner.MeterBand}
 }
 
 // NewModel returns an empty model of table, or nil if the master does not write table.
@@ -60,6 +62,10 @@ func NewModel(table string) model.Model {
 		return &nbdb.AddressSet{}
 	case owner.ACL:
 		return &nbdb.ACL{}
+	case owner.Meter:
+		return &nbdb.Meter{}
+	case owner.MeterBand:
+		return &nbdb.MeterBand{}
 	}
 	return nil
 }
@@ -110,7 +116,13 @@ func access(m model.Model) (rowOf, error) {
 			name = *r.Name
 		}
 		return rowOf{owner.ACL, &r.UUID, &r.ExternalIDs, name,
-			[]any{&r.Name, &r.Direction, &r.Priority, &r.Match, &r.Action, &r.Log, &r.Severity, &r.Options, &r.ExternalIDs}}, nil
+			[]any{&r.Name, &r.Direction, &r.Priority, &r.Match, &r.Action, &r.Log, &r.Severity, &r.Meter, &r.Options, &r.ExternalIDs}}, nil
+	case *nbdb.Meter:
+		return rowOf{owner.Meter, &r.UUID, &r.ExternalIDs, r.Name,
+			[]any{&r.Name, &r.Unit, &r.Fair, &r.ExternalIDs}}, nil
+	case *nbdb.MeterBand:
+		return rowOf{owner.MeterBand, &r.UUID, &r.ExternalIDs, r.Action,
+			[]any{&r.Action, &r.Rate, &r.BurstSize, &r.ExternalIDs}}, nil
 	}
 	return rowOf{}, fmt.Errorf("nbsync: the master does not write rows of type %T", m)
 }
@@ -135,6 +147,10 @@ func refColumn(parent model.Model, childTable string) (*[]string, error) {
 		if childTable == owner.ACL {
 			return &p.ACLs, nil
 		}
+	case *nbdb.Meter:
+		if childTable == owner.MeterBand {
+			return &p.Bands, nil
+		}
 	}
 	return nil, fmt.Errorf("nbsync: %T has no reference column for %s rows", parent, childTable)
 }
@@ -155,6 +171,9 @@ func sameValue(a, b any) bool {
 		return maps.Equal(*x, *b.(*map[string]string))
 	case **string:
 		y := b.(**string)
+		return (*x == nil && *y == nil) || (*x != nil && *y != nil && **x == **y)
+	case **bool:
+		y := b.(**bool)
 		return (*x == nil && *y == nil) || (*x != nil && *y != nil && **x == **y)
 	}
 	return false

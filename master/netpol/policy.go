@@ -67,6 +67,28 @@ func ParseLogging(s string) (Logging, error) {
 	return l, nil
 }
 
+// MeterName is the meter that rate-limits the log messages of logged ACLs: a flood of
+// denied packets must not become a flood of log lines on every chassis.
+const MeterName = "acl-logging"
+
+// MeterRows are the cluster's meter for logged ACLs: MeterRate messages per second, with
+// bursts of MeterBurst.
+func MeterRows() []nbsync.Row {
+	meter := owner.NewID(owner.Cluster, owner.ClusterName, owner.ACLLogMeter)
+	fair := true
+	return []nbsync.Row{
+		{ID: meter, Model: &nbdb.Meter{Name: MeterName, Unit: nbdb.MeterUnitPktps, Fair: &fair}},
+		{ID: owner.NewID(owner.Cluster, owner.ClusterName, owner.ACLLogMeterBand), Parent: meter,
+			Model: &nbdb.MeterBand{Action: nbdb.MeterBandActionDrop, Rate: MeterRate, BurstSize: MeterBurst}},
+	}
+}
+
+// The log rate of logged ACLs, per chassis and ACL (the meter is fair).
+const (
+	MeterRate  = 20
+	MeterBurst = 100
+)
+
 // Input is everything one policy's rows depend on.
 type Input struct {
 	Policy *networkingv1.NetworkPolicy
@@ -264,6 +286,8 @@ func (t *translator) acl(rule string, egress bool, priority int, action, match s
 	if sev != "" {
 		a.Log = true
 		a.Severity = &sev
+		meter := MeterName
+		a.Meter = &meter
 	}
 	t.acls = append(t.acls, nbsync.Row{
 		ID:     owner.NewRuleID(owner.NetworkPolicy, t.key, owner.PolicyACL, rule),

@@ -91,10 +91,11 @@ func TestTranslate(t *testing.T) {
 	if len(a) != len(want) {
 		t.Errorf("%d ACLs, want %d", len(a), len(want))
 	}
-	if d := a["ingress-deny"]; d.Action != nbdb.ACLActionDrop || !d.Log || *d.Severity != "warning" || d.Priority != PriorityDeny {
+	if d := a["ingress-deny"]; d.Action != nbdb.ACLActionDrop || !d.Log || *d.Severity != "warning" || d.Priority != PriorityDeny ||
+		d.Meter == nil || *d.Meter != MeterName {
 		t.Errorf("deny %+v", d)
 	}
-	if e := a["egress-0"]; e.Direction != nbdb.ACLDirectionFromLport || e.Options["apply-after-lb"] != "true" || e.Log {
+	if e := a["egress-0"]; e.Direction != nbdb.ACLDirectionFromLport || e.Options["apply-after-lb"] != "true" || e.Log || e.Meter != nil {
 		t.Errorf("egress %+v", e)
 	}
 	if len(out.Peers) != 1 || out.Peers[0].Key() != peer.Key() {

@@ -53,6 +53,8 @@ const (
 	PortGroup         = nbdb.PortGroupTable
 	ACL               = nbdb.ACLTable
 	AddressSet        = nbdb.AddressSetTable
+	Meter             = nbdb.MeterTable
+	MeterBand         = nbdb.MeterBandTable
 )
 
 // Role is the part a row plays for its owner. Within one owner, each role names at most one
@@ -65,6 +67,9 @@ const (
 	JoinSwitch              Role = "join-switch"
 	ClusterRouterJoinPort   Role = "cluster-router-join-port"
 	JoinSwitchToClusterPort Role = "join-switch-cluster-port"
+	// The meter that rate-limits the log messages of logged ACLs, and its band.
+	ACLLogMeter     Role = "acl-log-meter"
+	ACLLogMeterBand Role = "acl-log-meter-band"
 )
 
 // Roles of the rows owned by a Node.
@@ -113,6 +118,8 @@ var roles = map[Role]roleSpec{
 	JoinSwitch:              {kind: Cluster, table: LogicalSwitch},
 	ClusterRouterJoinPort:   {kind: Cluster, table: LogicalRouterPort},
 	JoinSwitchToClusterPort: {kind: Cluster, table: LogicalSwitchPort},
+	ACLLogMeter:             {kind: Cluster, table: Meter},
+	ACLLogMeterBand:         {kind: Cluster, table: MeterBand},
 
 	NodeSwitch:            {kind: Node, table: LogicalSwitch},
 	NodeRouterPort:        {kind: Node, table: LogicalRouterPort},

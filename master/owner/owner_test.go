@@ -46,7 +46,8 @@ func TestFromExternalIDs(t *testing.T) {
 
 func TestRegistry(t *testing.T) {
 	tables := map[string]bool{LogicalSwitch: true, LogicalSwitchPort: true, LogicalRouter: true,
-		LogicalRouterPort: true, StaticRoute: true, NAT: true, PortGroup: true, ACL: true, AddressSet: true}
+		LogicalRouterPort: true, StaticRoute: true, NAT: true, PortGroup: true, ACL: true, AddressSet: true,
+		Meter: true, MeterBand: true}
 	n := 0
 	for _, kind := range []Kind{Cluster, Node, Pod, NetworkPolicy, NetworkPolicyPeer} {
 		for _, r := range Roles(kind) {
