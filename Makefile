@@ -12,7 +12,7 @@ LDFLAGS     := -X github.com/ovn-transparent/ovn-transparent/internal/cliapp.ver
 TEST_FLAGS  ?= -count=1 -timeout 30m
 export OVNT_CACHE_DIR ?= /var/cache/ovn-transparent
 
-.PHONY: all build build-windows models lint lint-deploy deps kube-binaries test test-unit bench bench-services sandbox sandbox-down clean
+.PHONY: all build build-windows models lint lint-deploy deps kube-binaries test test-unit bench bench-services bench-netpol conformance sandbox sandbox-down clean
 
 all: build
 
@@ -62,6 +62,16 @@ bench: deps build kube-binaries
 # endpoints on 10 then 100 nodes; sizes from SVCBENCH_* (test/svcbench).
 bench-services: deps build kube-binaries
 	OVNT_BIN_DIR=$(abspath $(BIN)) $(GO) test -count=1 -timeout 40m -run '^$$' -bench Services -benchtime 1x ./test/svcbench/
+
+# NetworkPolicy at scale against a real NB and API server (figures, nothing asserted).
+bench-netpol: deps build kube-binaries
+	OVNT_BIN_DIR=$(abspath $(BIN)) $(GO) test -count=1 -timeout 45m -run '^$$' -bench NetworkPolicy -benchtime 1x ./test/npbench/
+
+# Every NetworkPolicy case cyclonus generates, judged by its truth table against real packets
+# (make test runs a subset with every tag); prints pass/fail counts per tag at the end.
+conformance: deps build kube-binaries
+	OVNT_BIN_DIR=$(abspath $(BIN)) OVNT_CONFORMANCE=all $(GO) test -count=1 -timeout 240m -v \
+	  -run 'TestNoPolicyAllAllowed|TestCyclonus' ./test/conformance/
 
 test-unit:
 	$(GO) test -count=1 -short ./...

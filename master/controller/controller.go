@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	networkinglisters "k8s.io/client-go/listers/networking/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -30,6 +31,7 @@ import (
 	"github.com/ovn-transparent/ovn-transparent/internal/ovsdb"
 	"github.com/ovn-transparent/ovn-transparent/master/ipam"
 	"github.com/ovn-transparent/ovn-transparent/master/nbsync"
+	"github.com/ovn-transparent/ovn-transparent/master/netpol"
 	"github.com/ovn-transparent/ovn-transparent/master/owner"
 	"github.com/ovn-transparent/ovn-transparent/master/topology"
 )
@@ -64,8 +66,13 @@ type Controller struct {
 	// services and slicesIdx (EndpointSlices by Service key) feed the Service syncs.
 	services  corelisters.ServiceLister
 	slicesIdx cache.Indexer
-	synced    []cache.InformerSynced
-	queue     workqueue.TypedRateLimitingInterface[owner.Key]
+	// NetworkPolicy (netpol.go).
+	policies   networkinglisters.NetworkPolicyLister
+	namespaces corelisters.NamespaceLister
+	np         *netpolIndex
+	mgmtMatch  string
+	synced     []cache.InformerSynced
+	queue      workqueue.TypedRateLimitingInterface[owner.Key]
 
 	// refills counts the NB cache refills (reconnections) seen, for logs and tests.
 	refills atomic.Int64
@@ -100,7 +107,9 @@ func New(cfg Config, kube kubernetes.Interface, nb client.Client, recorder recor
 		log:      log,
 		recorder: recorder,
 		// Managed fields are most of an object's size and nothing here reads them.
-		factory: informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(stripManagedFields)),
+		factory:   informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(stripManagedFields)),
+		np:        newNetpolIndex(),
+		mgmtMatch: netpol.ManagementMatch(cfg.ClusterCIDR, cfg.NodeSubnetBits),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedMaxOfRateLimiter[owner.Key](
 				// Transient failures (NB unreachable, a parent not created yet) retry
@@ -135,7 +144,12 @@ func (c *Controller) Run(ctx context.Context) error {
 		return err
 	}
 	c.bulkSyncServices(ctx)
+	if err := c.primeNetpol(); err != nil {
+		return err
+	}
+	c.syncNetpolBatched(ctx)
 	c.nb.Cache().AddEventHandler(&nbHandler{ctx: ctx, c: c})
+	c.nb.Cache().AddEventHandler(npNBHandler{c: c})
 	if err := c.enqueueAll(ctx); err != nil {
 		return err
 	}
@@ -220,6 +234,10 @@ func (c *Controller) sync(ctx context.Context, key owner.Key) error {
 		return c.syncPod(ctx, key.Name)
 	case owner.Service:
 		return c.syncService(ctx, key.Name)
+	case owner.NetworkPolicy:
+		return c.syncPolicy(ctx, key.Name)
+	case owner.NetworkPolicyPeer:
+		return c.syncPeer(ctx, key.Name)
 	}
 	return nil
 }
@@ -244,7 +262,7 @@ func (c *Controller) apply(ctx context.Context, key owner.Key, rows []nbsync.Row
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", key, err)
 	}
-	c.log.V(2).Info("Applied", "key", key.String(), "changes", plan.String())
+	c.log.V(2).Info("Applied", "key", key.String(), "changes", plan.String(), "ops", len(ops))
 	return plan, nil
 }
 

@@ -63,7 +63,7 @@ func (c *Controller) setUpInformers() error {
 		return err
 	}
 	c.synced = append([]cache.InformerSynced{nodeReg.HasSynced, podReg.HasSynced}, svcSynced...)
-	return nil
+	return c.setUpNetpolInformers()
 }
 
 func (c *Controller) enqueueObject(kind owner.Kind, obj any) {
@@ -107,7 +107,7 @@ func (c *Controller) enqueueAll(ctx context.Context) error {
 	for _, m := range rows {
 		c.enqueueOwner(m)
 	}
-	return nil
+	return c.enqueueNetpol()
 }
 
 // enqueueOwner enqueues the owner of NB row m, if it is one of ours of a kind we sync. Rows

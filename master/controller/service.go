@@ -14,6 +14,7 @@ import (
 
 	"github.com/ovn-transparent/ovn-transparent/internal/annotations"
 	"github.com/ovn-transparent/ovn-transparent/master/nbsync"
+	"github.com/ovn-transparent/ovn-transparent/master/netpol"
 	"github.com/ovn-transparent/ovn-transparent/master/owner"
 	"github.com/ovn-transparent/ovn-transparent/master/services"
 	"github.com/ovn-transparent/ovn-transparent/master/topology"
@@ -192,5 +193,7 @@ func (c *Controller) clusterRows(ctx context.Context) ([]nbsync.Row, error) {
 			}
 		}
 	}
-	return append(topology.Cluster(c.topo), topology.ClusterLBGroup(refs)), nil
+	// The ACL log meter is the cluster's too: every namespace's logged ACLs name it.
+	rows := append(topology.Cluster(c.topo), topology.ClusterLBGroup(refs))
+	return append(rows, netpol.MeterRows()...), nil
 }

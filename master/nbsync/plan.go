@@ -15,6 +15,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/ovn-org/libovsdb/model"
 
@@ -94,6 +95,9 @@ func (p *Plan) String() string {
 	return fmt.Sprintf("create %d, update %d, link %d, unlink %d, delete %d",
 		len(p.Create), len(p.Update), len(p.Link), len(p.Unlink), len(p.Delete))
 }
+
+// namedSeq numbers the named UUIDs of created rows.
+var namedSeq atomic.Uint64
 
 // planned is a desired row's fate: the existing row that keeps playing its role, or the
 // new one.
@@ -287,7 +291,9 @@ func (p *Plan) matchOrCreate(i int, r Row, keep model.Model) (*planned, error) {
 	maps.Copy(ids, r.ID.ExternalIDs())
 	*a.ids = ids
 	if keep == nil {
-		*a.uuid = fmt.Sprintf("new_%d", i)
+		// Unique across plans, so that the operations of several plans can share one
+		// transaction (named UUIDs are scoped to a transaction).
+		*a.uuid = fmt.Sprintf("new_%d_%d", namedSeq.Add(1), i)
 		return &planned{uuid: *a.uuid, model: d, table: a.table, created: true}, nil
 	}
 	k, _ := access(keep)

@@ -147,3 +147,19 @@ func TestMergeRenamesNamedUUIDsApart(t *testing.T) {
 		t.Errorf("uuids %s %s, links %+v", a, b, m.Link)
 	}
 }
+
+// Every table that references the master's rows, as a parent or weakly, can be searched for
+// referrers: a missing lookup would leave stale references behind unnoticed.
+func TestEveryReferrerTableHasALookup(t *testing.T) {
+	for child, info := range tables {
+		from := info.referrers
+		if !info.root {
+			from = []string{info.parent}
+		}
+		for _, table := range from {
+			if _, err := refPredicate(table, child, "u"); err != nil {
+				t.Errorf("%s rows referenced from %s: %v", child, table, err)
+			}
+		}
+	}
+}

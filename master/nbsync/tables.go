@@ -36,12 +36,18 @@ var tables = map[string]tableInfo{
 	owner.LoadBalancer:      {root: true, referrers: []string{owner.LoadBalancerGroup, owner.LogicalSwitch, owner.LogicalRouter}},
 	owner.LoadBalancerGroup: {root: true, referrers: []string{owner.LogicalSwitch, owner.LogicalRouter}},
 	owner.TemplateVar:       {root: true},
+	owner.PortGroup:         {root: true},
+	owner.AddressSet:        {root: true},
+	owner.ACL:               {parent: owner.PortGroup},
+	owner.Meter:             {root: true},
+	owner.MeterBand:         {parent: owner.Meter},
 }
 
 // TableNames lists the tables the master writes, roots first.
 func TableNames() []string {
 	return []string{owner.LogicalSwitch, owner.LogicalRouter, owner.LoadBalancer, owner.LoadBalancerGroup,
-		owner.TemplateVar, owner.LogicalSwitchPort, owner.LogicalRouterPort, owner.StaticRoute, owner.NAT}
+		owner.TemplateVar, owner.PortGroup, owner.AddressSet, owner.Meter,
+		owner.LogicalSwitchPort, owner.LogicalRouterPort, owner.StaticRoute, owner.NAT, owner.ACL, owner.MeterBand}
 }
 
 // NewModel returns an empty model of table, or nil if the master does not write table.
@@ -65,6 +71,16 @@ func NewModel(table string) model.Model {
 		return &nbdb.LoadBalancerGroup{}
 	case owner.TemplateVar:
 		return &nbdb.ChassisTemplateVar{}
+	case owner.PortGroup:
+		return &nbdb.PortGroup{}
+	case owner.AddressSet:
+		return &nbdb.AddressSet{}
+	case owner.ACL:
+		return &nbdb.ACL{}
+	case owner.Meter:
+		return &nbdb.Meter{}
+	case owner.MeterBand:
+		return &nbdb.MeterBand{}
 	}
 	return nil
 }
@@ -115,6 +131,27 @@ func access(m model.Model) (rowOf, error) {
 	case *nbdb.ChassisTemplateVar:
 		return rowOf{owner.TemplateVar, &r.UUID, &r.ExternalIDs, r.Chassis,
 			[]any{&r.Chassis, &r.Variables, &r.ExternalIDs}}, nil
+	case *nbdb.PortGroup:
+		// ports holds weak references to pod ports of other owners; the controller computes
+		// the whole set from the cache, so it is managed like any column.
+		return rowOf{owner.PortGroup, &r.UUID, &r.ExternalIDs, r.Name,
+			[]any{&r.Name, &r.Ports, &r.ExternalIDs}}, nil
+	case *nbdb.AddressSet:
+		return rowOf{owner.AddressSet, &r.UUID, &r.ExternalIDs, r.Name,
+			[]any{&r.Name, &r.Addresses, &r.ExternalIDs}}, nil
+	case *nbdb.ACL:
+		name := ""
+		if r.Name != nil {
+			name = *r.Name
+		}
+		return rowOf{owner.ACL, &r.UUID, &r.ExternalIDs, name,
+			[]any{&r.Name, &r.Direction, &r.Priority, &r.Match, &r.Action, &r.Log, &r.Severity, &r.Meter, &r.Options, &r.ExternalIDs}}, nil
+	case *nbdb.Meter:
+		return rowOf{owner.Meter, &r.UUID, &r.ExternalIDs, r.Name,
+			[]any{&r.Name, &r.Unit, &r.Fair, &r.ExternalIDs}}, nil
+	case *nbdb.MeterBand:
+		return rowOf{owner.MeterBand, &r.UUID, &r.ExternalIDs, r.Action,
+			[]any{&r.Action, &r.Rate, &r.BurstSize, &r.ExternalIDs}}, nil
 	}
 	return rowOf{}, fmt.Errorf("nbsync: the master does not write rows of type %T", m)
 }
@@ -148,6 +185,14 @@ func refColumn(parent model.Model, childTable string) (*[]string, error) {
 		if childTable == owner.LoadBalancer {
 			return &p.LoadBalancer, nil
 		}
+	case *nbdb.PortGroup:
+		if childTable == owner.ACL {
+			return &p.ACLs, nil
+		}
+	case *nbdb.Meter:
+		if childTable == owner.MeterBand {
+			return &p.Bands, nil
+		}
 	}
 	return nil, fmt.Errorf("nbsync: %T has no reference column for %s rows", parent, childTable)
 }
@@ -158,12 +203,19 @@ func sameValue(a, b any) bool {
 	switch x := a.(type) {
 	case *string:
 		return *x == *b.(*string)
+	case *int:
+		return *x == *b.(*int)
+	case *bool:
+		return *x == *b.(*bool)
 	case *[]string:
 		return sameSet(*x, *b.(*[]string))
 	case *map[string]string:
 		return maps.Equal(*x, *b.(*map[string]string))
 	case **string:
 		y := b.(**string)
+		return (*x == nil && *y == nil) || (*x != nil && *y != nil && **x == **y)
+	case **bool:
+		y := b.(**bool)
 		return (*x == nil && *y == nil) || (*x != nil && *y != nil && **x == **y)
 	}
 	return false

@@ -91,8 +91,11 @@ func (v CacheView) Referrers(ctx context.Context, childTable, uuid string) ([]mo
 		// A typed predicate over the cached rows: a condition on a set column would be
 		// evaluated by reflection over every element of every row, and the cluster load
 		// balancer group holds one UUID per Service.
-		api := v.c.WhereCache(refPredicate(t, childTable, uuid))
-		rows, err := list(ctx, api, NewModel(t))
+		pred, err := refPredicate(t, childTable, uuid)
+		if err != nil {
+			return nil, err
+		}
+		rows, err := list(ctx, v.c.WhereCache(pred), NewModel(t))
 		if err != nil {
 			return nil, err
 		}
@@ -102,21 +105,27 @@ func (v CacheView) Referrers(ctx context.Context, childTable, uuid string) ([]mo
 }
 
 // refPredicate is a libovsdb cache predicate for rows of table whose reference column for
-// childTable holds uuid.
-func refPredicate(table, childTable, uuid string) any {
+// childTable holds uuid. Every table that holds references to the master's rows needs a
+// case: a table without one is an error, not an empty answer (which would leave stale
+// references behind).
+func refPredicate(table, childTable, uuid string) (any, error) {
 	has := func(m model.Model) bool {
 		col, err := refColumn(m, childTable)
 		return err == nil && slices.Contains(*col, uuid)
 	}
 	switch table {
 	case owner.LogicalSwitch:
-		return func(m *nbdb.LogicalSwitch) bool { return has(m) }
+		return func(m *nbdb.LogicalSwitch) bool { return has(m) }, nil
 	case owner.LogicalRouter:
-		return func(m *nbdb.LogicalRouter) bool { return has(m) }
+		return func(m *nbdb.LogicalRouter) bool { return has(m) }, nil
 	case owner.LoadBalancerGroup:
-		return func(m *nbdb.LoadBalancerGroup) bool { return has(m) }
+		return func(m *nbdb.LoadBalancerGroup) bool { return has(m) }, nil
+	case owner.PortGroup:
+		return func(m *nbdb.PortGroup) bool { return has(m) }, nil
+	case owner.Meter:
+		return func(m *nbdb.Meter) bool { return has(m) }, nil
 	}
-	return func(model.Model) bool { return false }
+	return nil, fmt.Errorf("nbsync: no reference lookup in %s rows", table)
 }
 
 // All returns every cached row of the tables the master writes.

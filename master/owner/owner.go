@@ -34,6 +34,11 @@ const (
 	Node    Kind = "Node"
 	Pod     Kind = "Pod"
 	Service Kind = "Service"
+	// NetworkPolicy owns a policy's port group and ACLs; key "namespace/name".
+	NetworkPolicy Kind = "NetworkPolicy"
+	// NetworkPolicyPeer owns the address set of one normalised peer selector, shared by
+	// every policy with an identical peer; key: the hash of the normal form (package netpol).
+	NetworkPolicyPeer Kind = "NetworkPolicyPeer"
 )
 
 // ClusterName is the owner key of the rows of kind Cluster; there is one cluster.
@@ -50,6 +55,11 @@ const (
 	LoadBalancer      = nbdb.LoadBalancerTable
 	LoadBalancerGroup = nbdb.LoadBalancerGroupTable
 	TemplateVar       = nbdb.ChassisTemplateVarTable
+	PortGroup         = nbdb.PortGroupTable
+	ACL               = nbdb.ACLTable
+	AddressSet        = nbdb.AddressSetTable
+	Meter             = nbdb.MeterTable
+	MeterBand         = nbdb.MeterBandTable
 )
 
 // Role is the part a row plays for its owner. Within one owner, each role names at most one
@@ -65,6 +75,9 @@ const (
 	// ClusterLBGroup is the load balancer group every node switch and gateway router
 	// references; the cluster-wide load balancers of every Service are in it.
 	ClusterLBGroup Role = "cluster-lb-group"
+	// The meter that rate-limits the log messages of logged ACLs, and its band.
+	ACLLogMeter     Role = "acl-log-meter"
+	ACLLogMeterBand Role = "acl-log-meter-band"
 )
 
 // Roles of the rows owned by a Node.
@@ -92,6 +105,13 @@ const (
 // Roles of the rows owned by a Pod.
 const (
 	PodPort Role = "pod-port"
+)
+
+// Roles of the rows owned by a NetworkPolicy and by a NetworkPolicyPeer.
+const (
+	PolicyPods    Role = "policy-pods" // the port group of the pods a policy selects
+	PolicyACL     Role = "acl"         // scoped: one row per rule
+	PeerAddresses Role = "peer-addresses"
 )
 
 // Roles of the rows owned by a Service. They are scoped: the scope is the protocol
@@ -133,44 +153,51 @@ func HasNamed(kind Kind, table string) bool {
 func Unmarked(table string) bool { return table == LoadBalancerGroup }
 
 type roleSpec struct {
-	kind   Kind
-	table  string
-	scoped bool // rows of the role carry a scope
+	kind  Kind
+	table string
+	// scoped roles name several rows of one owner, told apart by ID.Scope (a Service's
+	// load balancer per protocol or per protocol and node, a policy's ACL per rule).
+	scoped bool
 }
 
 // roles declares every role the master writes: the kind that owns it and its table. It is
 // the registry; nothing writes a role missing from it.
 var roles = map[Role]roleSpec{
-	ClusterRouter:           {Cluster, LogicalRouter, false},
-	JoinSwitch:              {Cluster, LogicalSwitch, false},
-	ClusterRouterJoinPort:   {Cluster, LogicalRouterPort, false},
-	JoinSwitchToClusterPort: {Cluster, LogicalSwitchPort, false},
+	ClusterRouter:           {kind: Cluster, table: LogicalRouter},
+	JoinSwitch:              {kind: Cluster, table: LogicalSwitch},
+	ClusterRouterJoinPort:   {kind: Cluster, table: LogicalRouterPort},
+	JoinSwitchToClusterPort: {kind: Cluster, table: LogicalSwitchPort},
+	ClusterLBGroup:          {kind: Cluster, table: LoadBalancerGroup},
+	ACLLogMeter:             {kind: Cluster, table: Meter},
+	ACLLogMeterBand:         {kind: Cluster, table: MeterBand},
 
-	NodeSwitch:            {Node, LogicalSwitch, false},
-	NodeRouterPort:        {Node, LogicalRouterPort, false},
-	NodeSwitchRouterPort:  {Node, LogicalSwitchPort, false},
-	ManagementPort:        {Node, LogicalSwitchPort, false},
-	GatewayRouter:         {Node, LogicalRouter, false},
-	GatewayJoinPort:       {Node, LogicalRouterPort, false},
-	JoinSwitchGatewayPort: {Node, LogicalSwitchPort, false},
-	ExternalSwitch:        {Node, LogicalSwitch, false},
-	GatewayExternalPort:   {Node, LogicalRouterPort, false},
-	ExternalSwitchGWPort:  {Node, LogicalSwitchPort, false},
-	LocalnetPort:          {Node, LogicalSwitchPort, false},
-	NodeSubnetRoute:       {Node, StaticRoute, false},
-	GatewayJoinIPRoute:    {Node, StaticRoute, false},
-	GatewayClusterRoute:   {Node, StaticRoute, false},
-	GatewayDefaultRoute:   {Node, StaticRoute, false},
-	GatewaySNAT:           {Node, NAT, false},
+	NodeSwitch:            {kind: Node, table: LogicalSwitch},
+	NodeRouterPort:        {kind: Node, table: LogicalRouterPort},
+	NodeSwitchRouterPort:  {kind: Node, table: LogicalSwitchPort},
+	ManagementPort:        {kind: Node, table: LogicalSwitchPort},
+	GatewayRouter:         {kind: Node, table: LogicalRouter},
+	GatewayJoinPort:       {kind: Node, table: LogicalRouterPort},
+	JoinSwitchGatewayPort: {kind: Node, table: LogicalSwitchPort},
+	ExternalSwitch:        {kind: Node, table: LogicalSwitch},
+	GatewayExternalPort:   {kind: Node, table: LogicalRouterPort},
+	ExternalSwitchGWPort:  {kind: Node, table: LogicalSwitchPort},
+	LocalnetPort:          {kind: Node, table: LogicalSwitchPort},
+	NodeSubnetRoute:       {kind: Node, table: StaticRoute},
+	GatewayJoinIPRoute:    {kind: Node, table: StaticRoute},
+	GatewayClusterRoute:   {kind: Node, table: StaticRoute},
+	GatewayDefaultRoute:   {kind: Node, table: StaticRoute},
+	GatewaySNAT:           {kind: Node, table: NAT},
+	NodeTemplateVars:      {kind: Node, table: TemplateVar},
 
-	ClusterLBGroup:   {Cluster, LoadBalancerGroup, false},
-	NodeTemplateVars: {Node, TemplateVar, false},
+	PodPort: {kind: Pod, table: LogicalSwitchPort},
 
-	PodPort: {Pod, LogicalSwitchPort, false},
+	ServiceClusterLB:    {kind: Service, table: LoadBalancer, scoped: true},
+	ServiceNodeRouterLB: {kind: Service, table: LoadBalancer, scoped: true},
+	ServiceNodeSwitchLB: {kind: Service, table: LoadBalancer, scoped: true},
 
-	ServiceClusterLB:    {Service, LoadBalancer, true},
-	ServiceNodeRouterLB: {Service, LoadBalancer, true},
-	ServiceNodeSwitchLB: {Service, LoadBalancer, true},
+	PolicyPods:    {kind: NetworkPolicy, table: PortGroup},
+	PolicyACL:     {kind: NetworkPolicy, table: ACL, scoped: true},
+	PeerAddresses: {kind: NetworkPolicyPeer, table: AddressSet},
 }
 
 // Key names the object that owns rows: what one controller sync handles.
@@ -184,7 +211,7 @@ func (k Key) String() string { return string(k.Kind) + " " + k.Name }
 // Known reports whether the master has a controller for k's kind.
 func (k Key) Known() bool {
 	switch k.Kind {
-	case Cluster, Node, Pod, Service:
+	case Cluster, Node, Pod, Service, NetworkPolicy, NetworkPolicyPeer:
 		return true
 	}
 	return false

@@ -46,22 +46,33 @@ func TestFromExternalIDs(t *testing.T) {
 
 func TestRegistry(t *testing.T) {
 	tables := map[string]bool{LogicalSwitch: true, LogicalSwitchPort: true, LogicalRouter: true,
-		LogicalRouterPort: true, StaticRoute: true, NAT: true, LoadBalancer: true, LoadBalancerGroup: true, TemplateVar: true}
+		LogicalRouterPort: true, StaticRoute: true, NAT: true, LoadBalancer: true, LoadBalancerGroup: true, TemplateVar: true,
+		PortGroup: true, ACL: true, AddressSet: true, Meter: true, MeterBand: true}
 	n := 0
-	for _, kind := range []Kind{Cluster, Node, Pod, Service} {
+	for _, kind := range []Kind{Cluster, Node, Pod, Service, NetworkPolicy, NetworkPolicyPeer} {
 		for _, r := range Roles(kind) {
 			n++
 			id := NewID(kind, "x", r)
 			if roles[r].scoped {
+				if id.Validate() == nil {
+					t.Errorf("scoped role %s valid without a scope", r)
+				}
 				id = id.WithScope("tcp")
 			}
 			if err := id.Validate(); err != nil {
 				t.Error(err)
 			}
-			if !tables[NewID(kind, "x", r).Table()] {
-				t.Errorf("role %s in unknown table %q", r, NewID(kind, "x", r).Table())
+			if !tables[id.Table()] {
+				t.Errorf("role %s in unknown table %q", r, id.Table())
+			}
+			back, ours, err := FromExternalIDs(id.ExternalIDs())
+			if !ours || err != nil || back != id {
+				t.Errorf("%s: marks read back as %s (%v)", id, back, err)
 			}
 		}
+	}
+	if NewID(Pod, "x", PodPort).WithScope("r").Validate() == nil {
+		t.Error("a scope on a role that is not scoped is valid")
 	}
 	if n != len(roles) {
 		t.Errorf("%d roles reachable from the kinds, %d registered", n, len(roles))

@@ -1,0 +1,530 @@
+package netpol
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/ovn-transparent/ovn-transparent/master/nbsync"
+	"github.com/ovn-transparent/ovn-transparent/master/owner"
+	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
+)
+
+// ACL priorities. Every policy selecting a pod adds its own drop below its allows, so a
+// packet passes when any policy allows it.
+const (
+	PriorityDeny  = 1000
+	PriorityAllow = 1001
+)
+
+// PolicyKey is the external_ids key naming the policy ("namespace/name") on its port group,
+// for operators; the owner marks carry the same.
+const PolicyKey = "k8s.ovn-transparent.io/policy"
+
+// LoggingAnnotation is the Namespace annotation that turns on ACL logging for its policies.
+const LoggingAnnotation = "k8s.ovn-transparent.io/acl-logging"
+
+// Logging is the parsed LoggingAnnotation: the severity allowed and denied connections are
+// logged with, "" for not logged.
+type Logging struct {
+	Allow string `json:"allow,omitempty"`
+	Deny  string `json:"deny,omitempty"`
+}
+
+var severities = []string{nbdb.ACLSeverityAlert, nbdb.ACLSeverityWarning, nbdb.ACLSeverityNotice,
+	nbdb.ACLSeverityInfo, nbdb.ACLSeverityDebug}
+
+// ParseLogging reads a LoggingAnnotation value, e.g. {"allow":"info","deny":"warning"}.
+func ParseLogging(s string) (Logging, error) {
+	var l Logging
+	if s == "" {
+		return l, nil
+	}
+	d := json.NewDecoder(strings.NewReader(s))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&l); err != nil {
+		return Logging{}, fmt.Errorf("%s: %w", LoggingAnnotation, err)
+	}
+	for _, sev := range []string{l.Allow, l.Deny} {
+		if sev != "" && !slices.Contains(severities, sev) {
+			return Logging{}, fmt.Errorf("%s: severity %q is not one of %v", LoggingAnnotation, sev, severities)
+		}
+	}
+	return l, nil
+}
+
+// MeterName is the meter that rate-limits the log messages of logged ACLs: a flood of
+// denied packets must not become a flood of log lines on every chassis.
+const MeterName = "acl-logging"
+
+// MeterRows are the cluster's meter for logged ACLs: MeterRate messages per second, with
+// bursts of MeterBurst.
+func MeterRows() []nbsync.Row {
+	meter := owner.NewID(owner.Cluster, owner.ClusterName, owner.ACLLogMeter)
+	fair := true
+	return []nbsync.Row{
+		{ID: meter, Model: &nbdb.Meter{Name: MeterName, Unit: nbdb.MeterUnitPktps, Fair: &fair}},
+		{ID: owner.NewID(owner.Cluster, owner.ClusterName, owner.ACLLogMeterBand), Parent: meter,
+			Model: &nbdb.MeterBand{Action: nbdb.MeterBandActionDrop, Rate: MeterRate, BurstSize: MeterBurst}},
+	}
+}
+
+// The log rate of logged ACLs, per chassis and ACL (the meter is fair).
+const (
+	MeterRate  = 20
+	MeterBurst = 100
+)
+
+// Input is everything one policy's rows depend on.
+type Input struct {
+	Policy *networkingv1.NetworkPolicy
+	// Pods are the pods of the policy's namespace (the translation picks those its
+	// podSelector selects).
+	Pods    []Pod
+	Logging Logging
+	// Management is the match of the management ports' addresses (ManagementMatch).
+	Management string
+	// PeerPods returns the pods a peer selects, and AllPods every pod: the destinations
+	// named ports of egress rules are resolved on. Either may be nil when the policy has no
+	// egress rule with a named port.
+	PeerPods func(Peer) []Pod
+	AllPods  func() []Pod
+}
+
+// Output is one policy's rows.
+type Output struct {
+	Rows []nbsync.Row
+	// Peers are the address sets the ACLs reference; they must exist before the ACLs.
+	Peers []Peer
+	// Selected are the pods the policy selects.
+	Selected []Pod
+}
+
+// PolicyName is "namespace/name", the owner key of a policy.
+func PolicyName(p *networkingv1.NetworkPolicy) string { return p.Namespace + "/" + p.Name }
+
+// PortGroupName is the name of a policy's port group: OVN names allow no "-" or "/".
+func PortGroupName(policy string) string {
+	sum := sha256.Sum256([]byte(policy))
+	return "np_" + hex.EncodeToString(sum[:8])
+}
+
+// PolicyTypes returns whether the policy isolates its pods for ingress and for egress,
+// with the API's defaults when policyTypes is empty.
+func PolicyTypes(p *networkingv1.NetworkPolicy) (ingress, egress bool) {
+	if len(p.Spec.PolicyTypes) == 0 {
+		return true, len(p.Spec.Egress) > 0
+	}
+	for _, t := range p.Spec.PolicyTypes {
+		switch t {
+		case networkingv1.PolicyTypeIngress:
+			ingress = true
+		case networkingv1.PolicyTypeEgress:
+			egress = true
+		}
+	}
+	return ingress, egress
+}
+
+// PolicyPeers returns the pod peers of the policy's rules (of the types it has).
+func PolicyPeers(p *networkingv1.NetworkPolicy) ([]Peer, error) {
+	ingress, egress := PolicyTypes(p)
+	var out []Peer
+	seen := map[string]bool{}
+	add := func(peers []networkingv1.NetworkPolicyPeer) error {
+		for _, pe := range peers {
+			if pe.IPBlock != nil {
+				continue
+			}
+			peer, err := NewPeer(p.Namespace, pe.NamespaceSelector, pe.PodSelector)
+			if err != nil {
+				return err
+			}
+			if !seen[peer.Key()] {
+				seen[peer.Key()] = true
+				out = append(out, peer)
+			}
+		}
+		return nil
+	}
+	if ingress {
+		for _, r := range p.Spec.Ingress {
+			if err := add(r.From); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if egress {
+		for _, r := range p.Spec.Egress {
+			if err := add(r.To); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// HasNamedEgressPorts reports whether an egress rule names a port: its rows then depend on
+// the pods of its peers, not just their addresses.
+func HasNamedEgressPorts(p *networkingv1.NetworkPolicy) bool {
+	if _, egress := PolicyTypes(p); !egress {
+		return false
+	}
+	for _, r := range p.Spec.Egress {
+		for _, port := range r.Ports {
+			if port.Port != nil && port.Port.Type == intstr.String {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ManagementMatch is the match of every node's management port address: host 2 of every
+// node subnet (of nodeBits) of the cluster CIDR, as one masked address.
+func ManagementMatch(cluster netip.Prefix, nodeBits int) string {
+	b := cluster.Masked().Addr().As4()
+	base := binary.BigEndian.Uint32(b[:]) | 2
+	prefixMask := func(bits int) uint32 { return ^uint32(0) << (32 - bits) }
+	mask := prefixMask(cluster.Bits()) | ^prefixMask(nodeBits)
+	var v, m [4]byte
+	binary.BigEndian.PutUint32(v[:], base)
+	binary.BigEndian.PutUint32(m[:], mask)
+	return fmt.Sprintf("ip4.src == %s/%s", netip.AddrFrom4(v), netip.AddrFrom4(m))
+}
+
+// translator builds one policy's rows.
+type translator struct {
+	in       Input
+	key      string
+	pg       owner.ID
+	pgName   string
+	acls     []nbsync.Row
+	peers    []Peer
+	selected []Pod
+}
+
+// Translate returns the rows of in.Policy. When the policy cannot be expressed exactly, the
+// error says why and the rows fail closed: the port group of the pods it selects with only
+// the drop ACLs of its policy types.
+func Translate(in Input) (Output, error) {
+	p := in.Policy
+	t := &translator{in: in, key: PolicyName(p), pgName: PortGroupName(PolicyName(p))}
+	t.pg = owner.NewID(owner.NetworkPolicy, t.key, owner.PolicyPods)
+	sel, selErr := metav1.LabelSelectorAsSelector(&p.Spec.PodSelector)
+	if selErr == nil {
+		for _, pod := range in.Pods {
+			if pod.Namespace == p.Namespace && sel.Matches(labels.Set(pod.Labels)) {
+				t.selected = append(t.selected, pod)
+			}
+		}
+	}
+	ingress, egress := PolicyTypes(p)
+	if ingress {
+		t.acl("ingress-deny", false, PriorityDeny, nbdb.ACLActionDrop, "outport == @"+t.pgName+" && ip")
+	}
+	if egress {
+		t.acl("egress-deny", true, PriorityDeny, nbdb.ACLActionDrop, "inport == @"+t.pgName+" && ip")
+	}
+	denyOnly := slices.Clone(t.acls)
+	err := selErr
+	if err == nil {
+		err = t.allows(ingress, egress)
+	}
+	if err != nil {
+		t.acls, t.peers = denyOnly, nil
+	}
+	return Output{Rows: append([]nbsync.Row{t.pgRow()}, t.acls...), Peers: t.peers, Selected: t.selected}, err
+}
+
+func (t *translator) pgRow() nbsync.Row {
+	var ports []string
+	for _, pod := range t.selected {
+		if pod.PortUUID != "" {
+			ports = append(ports, pod.PortUUID)
+		}
+	}
+	slices.Sort(ports)
+	return nbsync.Row{ID: t.pg, Model: &nbdb.PortGroup{
+		Name:        t.pgName,
+		Ports:       ports,
+		ExternalIDs: map[string]string{PolicyKey: t.key},
+	}}
+}
+
+// acl adds one ACL of the policy's port group.
+func (t *translator) acl(rule string, egress bool, priority int, action, match string) {
+	name := t.key + "/" + rule
+	if len(name) > 63 {
+		name = name[:63]
+	}
+	a := &nbdb.ACL{Name: &name, Priority: priority, Action: action, Match: match,
+		Direction: nbdb.ACLDirectionToLport}
+	if egress {
+		// After the load balancers: a pod talking to a Service is judged on the backend.
+		a.Direction = nbdb.ACLDirectionFromLport
+		a.Options = map[string]string{"apply-after-lb": "true"}
+	}
+	sev := t.in.Logging.Allow
+	if action == nbdb.ACLActionDrop {
+		sev = t.in.Logging.Deny
+	}
+	if sev != "" {
+		a.Log = true
+		a.Severity = &sev
+		meter := MeterName
+		a.Meter = &meter
+	}
+	t.acls = append(t.acls, nbsync.Row{
+		ID:     owner.NewID(owner.NetworkPolicy, t.key, owner.PolicyACL).WithScope(rule),
+		Model:  a,
+		Parent: t.pg,
+	})
+}
+
+func (t *translator) allows(ingress, egress bool) error {
+	if ingress {
+		if t.in.Management != "" {
+			t.acl("ingress-mgmt", false, PriorityAllow, nbdb.ACLActionAllowRelated,
+				"outport == @"+t.pgName+" && "+t.in.Management)
+		}
+		for i, r := range t.in.Policy.Spec.Ingress {
+			if err := t.rule(fmt.Sprintf("ingress-%d", i), false, r.From, r.Ports); err != nil {
+				return fmt.Errorf("ingress rule %d: %w", i, err)
+			}
+		}
+	}
+	if egress {
+		for i, r := range t.in.Policy.Spec.Egress {
+			if err := t.rule(fmt.Sprintf("egress-%d", i), true, r.To, r.Ports); err != nil {
+				return fmt.Errorf("egress rule %d: %w", i, err)
+			}
+		}
+	}
+	return nil
+}
+
+// namedPort is a named port of a rule with its protocol.
+type namedPort struct{ proto, name string }
+
+// resolved is a named port resolved on one destination: protocol and number.
+type resolved struct {
+	proto string
+	port  int32
+}
+
+// rule adds the ACLs of one rule: one for its numbered ports (or all ports), and one per
+// number its named ports resolve to on the destination pods.
+func (t *translator) rule(rule string, egress bool, peers []networkingv1.NetworkPolicyPeer, ports []networkingv1.NetworkPolicyPort) error {
+	self, other := "outport == @"+t.pgName, "src"
+	if egress {
+		self, other = "inport == @"+t.pgName, "dst"
+	}
+	peerExpr, podPeers, err := t.peerMatch(other, peers)
+	if err != nil {
+		return err
+	}
+	var numbered []string
+	var named []namedPort
+	for _, pp := range ports {
+		proto := corev1.ProtocolTCP
+		if pp.Protocol != nil {
+			proto = *pp.Protocol
+		}
+		l4, err := l4Name(proto)
+		if err != nil {
+			return err
+		}
+		switch {
+		case pp.Port == nil:
+			if pp.EndPort != nil {
+				return fmt.Errorf("endPort without port")
+			}
+			numbered = append(numbered, l4)
+		case pp.Port.Type == intstr.String:
+			if pp.EndPort != nil {
+				return fmt.Errorf("endPort with the named port %q", pp.Port.StrVal)
+			}
+			named = append(named, namedPort{proto: l4, name: pp.Port.StrVal})
+		default:
+			n := pp.Port.IntVal
+			if n < 1 || n > 65535 {
+				return fmt.Errorf("port %d out of range", n)
+			}
+			if pp.EndPort == nil {
+				numbered = append(numbered, fmt.Sprintf("%s.dst == %d", l4, n))
+				continue
+			}
+			if *pp.EndPort < n || *pp.EndPort > 65535 {
+				return fmt.Errorf("endPort %d below port %d or out of range", *pp.EndPort, n)
+			}
+			numbered = append(numbered, fmt.Sprintf("(%s.dst >= %d && %s.dst <= %d)", l4, n, l4, *pp.EndPort))
+		}
+	}
+	if len(ports) == 0 || len(numbered) > 0 {
+		t.acl(rule, egress, PriorityAllow, nbdb.ACLActionAllowRelated, join(self, peerExpr, or(numbered)))
+	}
+	if len(named) == 0 {
+		return nil
+	}
+	// Named ports: group the destination pods by the number the name has on each.
+	var dests []Pod
+	if !egress {
+		dests = t.selected
+	} else if len(peers) == 0 {
+		if t.in.AllPods != nil {
+			dests = t.in.AllPods()
+		}
+	} else if t.in.PeerPods != nil {
+		for _, p := range podPeers {
+			dests = append(dests, t.in.PeerPods(p)...)
+		}
+	}
+	groups := map[resolved][]string{}
+	for _, pod := range dests {
+		for _, np := range named {
+			for _, cp := range pod.Ports {
+				proto, err := l4Name(cmp.Or(cp.Protocol, corev1.ProtocolTCP))
+				if err != nil || cp.Name != np.name || proto != np.proto {
+					continue
+				}
+				r := resolved{proto, cp.ContainerPort}
+				if egress {
+					if pod.IP.IsValid() {
+						groups[r] = append(groups[r], pod.IP.String())
+					}
+				} else if pod.PortUUID != "" {
+					groups[r] = append(groups[r], strconv.Quote(pod.Port))
+				}
+			}
+		}
+	}
+	for _, r := range slices.SortedFunc(maps.Keys(groups), func(a, b resolved) int {
+		return cmp.Or(cmp.Compare(a.proto, b.proto), cmp.Compare(a.port, b.port))
+	}) {
+		members := slices.Compact(slices.Sorted(slices.Values(groups[r])))
+		dest := "outport == {" + strings.Join(members, ", ") + "}"
+		if egress {
+			dest = "ip4.dst == {" + strings.Join(members, ", ") + "}"
+		}
+		// For egress the destination is a pod peer's address; an ipBlock peer names no
+		// port, so only the pod peers (or any destination when the rule has no peer) count.
+		pe := peerExpr
+		if egress {
+			pe = ""
+		}
+		t.acl(fmt.Sprintf("%s-named-%s-%d", rule, r.proto, r.port), egress, PriorityAllow, nbdb.ACLActionAllowRelated,
+			join(self, dest, pe, fmt.Sprintf("%s.dst == %d", r.proto, r.port)))
+	}
+	return nil
+}
+
+// peerMatch returns the match of a rule's peers on the other end's address (src or dst),
+// "" for any peer, and the rule's pod peers.
+func (t *translator) peerMatch(dir string, peers []networkingv1.NetworkPolicyPeer) (string, []Peer, error) {
+	var terms []string
+	var podPeers []Peer
+	for _, pe := range peers {
+		if pe.IPBlock != nil {
+			if pe.PodSelector != nil || pe.NamespaceSelector != nil {
+				return "", nil, fmt.Errorf("a peer with an ipBlock and a selector")
+			}
+			term, err := ipBlockMatch(dir, pe.IPBlock)
+			if err != nil {
+				return "", nil, err
+			}
+			terms = append(terms, term)
+			continue
+		}
+		p, err := NewPeer(t.in.Policy.Namespace, pe.NamespaceSelector, pe.PodSelector)
+		if err != nil {
+			return "", nil, err
+		}
+		podPeers = append(podPeers, p)
+		if !slices.ContainsFunc(t.peers, func(q Peer) bool { return q.Key() == p.Key() }) {
+			t.peers = append(t.peers, p)
+		}
+		terms = append(terms, "ip4."+dir+" == $"+p.AddressSetName())
+	}
+	return or(terms), podPeers, nil
+}
+
+func ipBlockMatch(dir string, b *networkingv1.IPBlock) (string, error) {
+	cidr, err := netip.ParsePrefix(b.CIDR)
+	if err != nil {
+		return "", fmt.Errorf("ipBlock cidr: %w", err)
+	}
+	fam := "ip4"
+	if cidr.Addr().Is6() {
+		fam = "ip6"
+	}
+	term := fmt.Sprintf("%s.%s == %s", fam, dir, cidr.Masked())
+	var except []string
+	for _, e := range b.Except {
+		ex, err := netip.ParsePrefix(e)
+		if err != nil {
+			return "", fmt.Errorf("ipBlock except: %w", err)
+		}
+		if ex.Addr().Is6() != cidr.Addr().Is6() {
+			return "", fmt.Errorf("ipBlock except %s is not of the family of %s", ex, cidr)
+		}
+		except = append(except, ex.Masked().String())
+	}
+	if len(except) > 0 {
+		term = fmt.Sprintf("(%s && %s.%s != {%s})", term, fam, dir, strings.Join(except, ", "))
+	}
+	return term, nil
+}
+
+func l4Name(p corev1.Protocol) (string, error) {
+	switch p {
+	case corev1.ProtocolTCP:
+		return "tcp", nil
+	case corev1.ProtocolUDP:
+		return "udp", nil
+	case corev1.ProtocolSCTP:
+		return "sctp", nil
+	}
+	return "", fmt.Errorf("protocol %q", p)
+}
+
+// or joins terms with ||, in parentheses when there are several; "" for none.
+func or(terms []string) string {
+	switch len(terms) {
+	case 0:
+		return ""
+	case 1:
+		return terms[0]
+	}
+	return "(" + strings.Join(terms, " || ") + ")"
+}
+
+// join joins the non-empty terms with &&; with no address term it matches all IP.
+func join(self string, terms ...string) string {
+	out := []string{self}
+	addr := false
+	for _, t := range terms {
+		if t != "" {
+			out = append(out, t)
+			addr = addr || strings.Contains(t, "ip4.") || strings.Contains(t, "ip6.")
+		}
+	}
+	if !addr {
+		out = slices.Insert(out, 1, "ip")
+	}
+	return strings.Join(out, " && ")
+}

@@ -1,0 +1,169 @@
+package netpol
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
+)
+
+func pod(name, ip string, lbls map[string]string, ports ...corev1.ContainerPort) Pod {
+	return Pod{Namespace: "ns1", Name: name, Labels: lbls, IP: netip.MustParseAddr(ip), Ports: ports,
+		Port: "ns1_" + name, PortUUID: "uuid-" + name}
+}
+
+func acls(t *testing.T, out Output) map[string]*nbdb.ACL {
+	t.Helper()
+	m := map[string]*nbdb.ACL{}
+	for _, r := range out.Rows[1:] {
+		m[r.ID.Scope] = r.Model.(*nbdb.ACL)
+	}
+	return m
+}
+
+var (
+	tcp  = corev1.ProtocolTCP
+	udp  = corev1.ProtocolUDP
+	sctp = corev1.ProtocolSCTP
+)
+
+func TestTranslate(t *testing.T) {
+	pods := []Pod{
+		pod("a", "10.244.1.3", map[string]string{"app": "web"}, corev1.ContainerPort{Name: "http", ContainerPort: 8080}),
+		pod("b", "10.244.1.4", map[string]string{"app": "web"}, corev1.ContainerPort{Name: "http", ContainerPort: 9090}),
+		pod("c", "10.244.1.5", map[string]string{"app": "db"}),
+	}
+	end := int32(90)
+	pol := &networkingv1.NetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "web"},
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Ingress: []networkingv1.NetworkPolicyIngressRule{
+				{From: []networkingv1.NetworkPolicyPeer{
+					{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}},
+					{IPBlock: &networkingv1.IPBlock{CIDR: "192.168.0.0/16", Except: []string{"192.168.1.0/24"}}},
+				}, Ports: []networkingv1.NetworkPolicyPort{
+					{Port: &intstr.IntOrString{IntVal: 80}},
+					{Protocol: &udp, Port: &intstr.IntOrString{IntVal: 80}, EndPort: &end},
+					{Protocol: &tcp, Port: &intstr.IntOrString{Type: intstr.String, StrVal: "http"}},
+				}},
+				{},
+			},
+			Egress: []networkingv1.NetworkPolicyEgressRule{{Ports: []networkingv1.NetworkPolicyPort{{Protocol: &sctp}}}},
+		},
+	}
+	out, err := Translate(Input{Policy: pol, Pods: pods, Logging: Logging{Deny: "warning"},
+		Management: ManagementMatch(netip.MustParsePrefix("10.244.0.0/16"), 24)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg := out.Rows[0].Model.(*nbdb.PortGroup)
+	if len(pg.Ports) != 2 || pg.Ports[0] != "uuid-a" || pg.Name != PortGroupName("ns1/web") {
+		t.Errorf("port group %+v", pg)
+	}
+	a := acls(t, out)
+	peer, _ := NewPeer("ns1", nil, &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}})
+	g := "@" + pg.Name
+	want := map[string]string{
+		"ingress-deny": "outport == " + g + " && ip",
+		"ingress-mgmt": "outport == " + g + " && ip4.src == 10.244.0.2/255.255.0.255",
+		"ingress-0": "outport == " + g + " && (ip4.src == $" + peer.AddressSetName() +
+			" || (ip4.src == 192.168.0.0/16 && ip4.src != {192.168.1.0/24})) && (tcp.dst == 80 || (udp.dst >= 80 && udp.dst <= 90))",
+		"ingress-0-named-tcp-8080": "outport == " + g + ` && outport == {"ns1_a"} && (ip4.src == $` + peer.AddressSetName() +
+			" || (ip4.src == 192.168.0.0/16 && ip4.src != {192.168.1.0/24})) && tcp.dst == 8080",
+		"ingress-0-named-tcp-9090": "outport == " + g + ` && outport == {"ns1_b"} && (ip4.src == $` + peer.AddressSetName() +
+			" || (ip4.src == 192.168.0.0/16 && ip4.src != {192.168.1.0/24})) && tcp.dst == 9090",
+		"ingress-1":   "outport == " + g + " && ip",
+		"egress-deny": "inport == " + g + " && ip",
+		"egress-0":    "inport == " + g + " && ip && sctp",
+	}
+	for rule, m := range want {
+		if a[rule] == nil || a[rule].Match != m {
+			t.Errorf("%s: got %+v\nwant %s", rule, a[rule], m)
+		}
+	}
+	if len(a) != len(want) {
+		t.Errorf("%d ACLs, want %d", len(a), len(want))
+	}
+	if d := a["ingress-deny"]; d.Action != nbdb.ACLActionDrop || !d.Log || *d.Severity != "warning" || d.Priority != PriorityDeny ||
+		d.Meter == nil || *d.Meter != MeterName {
+		t.Errorf("deny %+v", d)
+	}
+	if e := a["egress-0"]; e.Direction != nbdb.ACLDirectionFromLport || e.Options["apply-after-lb"] != "true" || e.Log || e.Meter != nil {
+		t.Errorf("egress %+v", e)
+	}
+	if len(out.Peers) != 1 || out.Peers[0].Key() != peer.Key() {
+		t.Errorf("peers %v", out.Peers)
+	}
+}
+
+func TestPolicyTypesDefaults(t *testing.T) {
+	p := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "deny"}}
+	out, err := Translate(Input{Policy: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := acls(t, out); len(a) != 1 || a["ingress-deny"] == nil {
+		t.Errorf("no rules, no types: ingress isolation only, got %v", a)
+	}
+	p.Spec.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}
+	out, _ = Translate(Input{Policy: p})
+	if a := acls(t, out); len(a) != 1 || a["egress-deny"] == nil {
+		t.Errorf("egress only: got %v", a)
+	}
+}
+
+func TestFailsClosed(t *testing.T) {
+	p := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "bad"},
+		Spec: networkingv1.NetworkPolicySpec{Ingress: []networkingv1.NetworkPolicyIngressRule{
+			{}, {From: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/33"}}}}}}}
+	out, err := Translate(Input{Policy: p, Pods: []Pod{pod("a", "10.244.1.3", nil)}})
+	if err == nil {
+		t.Fatal("a bad CIDR translated")
+	}
+	a := acls(t, out)
+	if len(a) != 1 || a["ingress-deny"] == nil || len(out.Rows[0].Model.(*nbdb.PortGroup).Ports) != 1 || len(out.Peers) != 0 {
+		t.Errorf("not failed closed: %v", a)
+	}
+}
+
+func TestPeersShareByNormalForm(t *testing.T) {
+	a, _ := NewPeer("ns1", &metav1.LabelSelector{MatchLabels: map[string]string{"x": "1", "y": "2"}}, nil)
+	b, _ := NewPeer("ns2", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+		{Key: "y", Operator: metav1.LabelSelectorOpIn, Values: []string{"2"}}}, MatchLabels: map[string]string{"x": "1"}},
+		&metav1.LabelSelector{})
+	if a.Key() != b.Key() {
+		t.Errorf("%s and %s differ", a, b)
+	}
+	c, _ := NewPeer("ns1", nil, nil)
+	d, _ := NewPeer("ns2", nil, nil)
+	if c.Key() == d.Key() {
+		t.Error("the pods of two namespaces share a peer")
+	}
+	// Kubernetes semantics: a missing key matches NotIn.
+	e, _ := NewPeer("ns1", nil, &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+		{Key: "app", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"web"}}}})
+	if !e.Selects(Namespace{Name: "ns1"}, Pod{}) {
+		t.Error("NotIn does not match a pod without the key")
+	}
+	if !strings.HasPrefix(e.AddressSetName(), "np_peer_") {
+		t.Error(e.AddressSetName())
+	}
+}
+
+func TestParseLogging(t *testing.T) {
+	if l, err := ParseLogging(`{"allow":"info","deny":"warning"}`); err != nil || l.Allow != "info" || l.Deny != "warning" {
+		t.Errorf("%+v %v", l, err)
+	}
+	for _, bad := range []string{`{"allow":"loud"}`, `{"other":"info"}`, `nope`} {
+		if _, err := ParseLogging(bad); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+}
