@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/ovn-org/libovsdb/client"
 	"github.com/ovn-org/libovsdb/model"
@@ -38,6 +39,13 @@ func (s *Switch) EnsureBridge(ctx context.Context, b Bridge) error {
 	existing, err := s.bridge(ctx, b.Name)
 	if errors.Is(err, client.ErrNotFound) {
 		err = s.createBridge(ctx, b)
+		if err != nil {
+			// ovn-controller creates br-int too: when it wins the race, our insert breaks
+			// the unique bridge name, and the bridge is there to be brought to b's settings.
+			if other, werr := s.awaitBridge(ctx, b.Name, 2*time.Second); werr == nil {
+				err = s.updateBridge(ctx, other, b)
+			}
+		}
 	} else if err == nil {
 		err = s.updateBridge(ctx, existing, b)
 	}
@@ -50,6 +58,19 @@ func (s *Switch) EnsureBridge(ctx context.Context, b Bridge) error {
 		}
 	}
 	return nil
+}
+
+// awaitBridge returns the bridge called name once the cache has it, waiting at most wait.
+func (s *Switch) awaitBridge(ctx context.Context, name string, wait time.Duration) (*vswitchd.Bridge, error) {
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	var br *vswitchd.Bridge
+	err := s.Wait(ctx, "bridge "+name, func() (bool, error) {
+		var err error
+		br, err = s.bridge(ctx, name)
+		return err == nil, err
+	})
+	return br, err
 }
 
 func (s *Switch) createBridge(ctx context.Context, b Bridge) error {

@@ -201,3 +201,30 @@ func TestBridgeProtocolsAndPorts(t *testing.T) {
 		t.Error("interfaces of a bridge that does not exist")
 	}
 }
+
+// Two writers creating the same bridge at once (the agent and ovn-controller both create
+// br-int): the one whose insert loses to the unique name brings the winner's bridge to its
+// settings instead of failing.
+func TestEnsureBridgeLosesCreateRace(t *testing.T) {
+	remote, vsctl := startDB(t)
+	a, b := connect(t, remote), connect(t, remote)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := range 10 {
+		name := fmt.Sprintf("br-race%d", i)
+		errs := make(chan error, 2)
+		for _, sw := range []*Switch{a, b} {
+			go func() {
+				errs <- sw.EnsureBridge(ctx, Bridge{Name: name, DatapathType: "netdev"})
+			}()
+		}
+		for range 2 {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: %v", i, err)
+			}
+		}
+		if got := vsctl("get", "Bridge", name, "datapath_type"); got != "netdev" {
+			t.Errorf("%s: datapath_type %s", name, got)
+		}
+	}
+}
