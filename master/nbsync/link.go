@@ -42,6 +42,12 @@ func (p *Plan) attach(ctx context.Context, v View, scope owner.Key, state map[ow
 	}
 	// The existing child hangs elsewhere (a pod recreated on another node under the same
 	// name, a port moved by hand): take it away from there, unless that row goes anyway.
+	return p.unlinkElsewhere(ctx, v, child, map[string]bool{parent.uuid: true}, stale)
+}
+
+// unlinkElsewhere unlinks child, an existing row, from every row that references it, except
+// the rows in keep and the stale rows (which go anyway).
+func (p *Plan) unlinkElsewhere(ctx context.Context, v View, child *planned, keep, stale map[string]bool) error {
 	others, err := v.Referrers(ctx, child.table, child.uuid)
 	if err != nil {
 		return err
@@ -51,7 +57,7 @@ func (p *Plan) attach(ctx context.Context, v View, scope owner.Key, state map[ow
 		if err != nil {
 			return err
 		}
-		if *a.uuid == parent.uuid || stale[*a.uuid] {
+		if keep[*a.uuid] || stale[*a.uuid] {
 			continue
 		}
 		p.Unlink = append(p.Unlink, Link{ParentTable: a.table, ParentUUID: *a.uuid, ParentName: a.name,
@@ -88,22 +94,7 @@ func (p *Plan) reference(ctx context.Context, v View, scope owner.Key, state map
 	if child.created {
 		return nil
 	}
-	others, err := v.Referrers(ctx, child.table, child.uuid)
-	if err != nil {
-		return err
-	}
-	for _, o := range others {
-		a, err := access(o)
-		if err != nil {
-			return err
-		}
-		if want[*a.uuid] || stale[*a.uuid] {
-			continue
-		}
-		p.Unlink = append(p.Unlink, Link{ParentTable: a.table, ParentUUID: *a.uuid, ParentName: a.name,
-			ChildTable: child.table, Child: child.uuid})
-	}
-	return nil
+	return p.unlinkElsewhere(ctx, v, child, want, stale)
 }
 
 // resolveParent finds r's parent: among this sync's rows, or owned by another object.
