@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/ovn-org/libovsdb/model"
-	libovsdb "github.com/ovn-org/libovsdb/ovsdb"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,7 +18,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/annotations"
-	"github.com/ovn-transparent/ovn-transparent/internal/ovsdb"
 	"github.com/ovn-transparent/ovn-transparent/master/nbsync"
 	"github.com/ovn-transparent/ovn-transparent/master/netpol"
 	"github.com/ovn-transparent/ovn-transparent/master/owner"
@@ -537,46 +535,30 @@ func (h npNBHandler) OnDelete(string, model.Model)              {}
 // startupBatch is how many keys' changes share one transaction at start-up.
 const startupBatch = 200
 
-// syncNetpolBatched converges every peer and policy before the workers start, many keys per
-// transaction: at start-up thousands of policies would otherwise cost one NB round trip each.
-// Peers go first, since ACLs name their address sets. Anything it cannot do is left to the
-// work queue, which syncs every key afterwards anyway (and finds nothing to do for the keys
-// done here); single changes later stay one key, one small transaction.
+// syncNetpolBatched converges every peer and policy before the workers start, in start-up
+// batches (batch.go) of startupBatch keys. Peers go first, since ACLs name their address
+// sets.
 func (c *Controller) syncNetpolBatched(ctx context.Context) {
 	start := time.Now()
-	var (
-		ops   []libovsdb.Operation
-		keys  int
-		txns  int
-		total int
-	)
+	var batch []batchItem
+	txns, total := 0, 0
 	flush := func() {
-		if len(ops) == 0 {
+		if len(batch) == 0 {
 			return
 		}
-		results, err := ovsdb.Transact(ctx, c.nb, ops...)
-		if err == nil {
-			err = nbsync.CheckApplied(ops, results)
-		}
+		n, err := c.applyBatch(ctx, batch)
 		if err != nil {
-			c.log.Error(err, "Start-up batch failed; the work queue retries its keys", "keys", keys)
+			c.log.Error(err, "Start-up batch failed; the work queue retries its keys", "keys", len(batch))
 		}
-		txns++
-		ops, keys = nil, 0
+		if n > 0 {
+			txns++
+		}
+		total += n
+		batch = nil
 	}
 	add := func(key owner.Key, rows []nbsync.Row) {
-		plan, err := nbsync.Diff(ctx, c.view, key, rows)
-		if err != nil || plan.Empty() {
-			return
-		}
-		o, err := plan.Ops(c.nb)
-		if err != nil {
-			return
-		}
-		ops = append(ops, o...)
-		keys++
-		total++
-		if keys >= startupBatch {
+		batch = append(batch, batchItem{key: key, rows: rows})
+		if len(batch) >= startupBatch {
 			flush()
 		}
 	}
