@@ -29,7 +29,7 @@ func startGateway(ctx context.Context, cfg Config, sw *ovs.Switch, addr hostnet.
 	c := gateway.New(gateway.Config{
 		Bridge: cfg.GatewayBridge, Uplink: cfg.UplinkIface, LocalnetPort: gateway.LocalnetPort(cfg.NodeName),
 		MAC: addr.MAC, IP: addr.IP.Addr(), Tunnel: gateway.TunnelFor(cfg.EncapType), Resync: cfg.GatewayResync,
-		NodePortGRIP: cfg.NodePortGRIP,
+		NodePortGRIP: cfg.NodePortGRIP, HostPort: addr.HostPort,
 	}, sw, of, log)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})

@@ -75,7 +75,7 @@ func TestWindowsStartupAndAdoption(t *testing.T) {
 		if run == 1 && slices.Contains(calls, "EnableExtension") {
 			t.Errorf("restart enabled the extension again: %v", calls)
 		}
-		if addr.IfName != "vEthernet (Ethernet0)" || addr.IP != winIP || addr.NextHop != winGW || addr.MAC.String() != winMAC.String() {
+		if addr.IfName != "vEthernet (Ethernet0)" || addr.HostPort != "vEthernet (Ethernet0)" || addr.IP != winIP || addr.NextHop != winGW || addr.MAC.String() != winMAC.String() {
 			t.Errorf("run %d: node address %+v", run, addr)
 		}
 		if info.NodeIP != winIP.String() || info.ChassisID != "win1" {

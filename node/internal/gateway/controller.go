@@ -39,6 +39,10 @@ type Config struct {
 	Tunnel       Tunnel
 	// NodePortGRIP is Params.NodePortGRIP.
 	NodePortGRIP netip.Addr
+	// HostPort is the name of the bridge's port that is the host's interface, holding MAC
+	// and IP (Ports.Host): empty for the bridge's own interface, LOCAL (Linux); the host
+	// vNIC's internal port on Windows (hostnet.NodeAddress.HostPort).
+	HostPort string
 	// Resync is how often the flows are checked against the bridge and put back even when
 	// nothing changed in the database (someone deleted them with ovs-ofctl); default 60s.
 	Resync time.Duration
@@ -140,8 +144,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	ports, err := findPorts(bridgePorts, c.cfg.Uplink, c.cfg.LocalnetPort)
-	var wait errNoUplink
+	ports, err := findPorts(bridgePorts, c.cfg.Uplink, c.cfg.LocalnetPort, c.cfg.HostPort)
+	var wait errNotReady
 	if errors.As(err, &wait) {
 		// ovs-vswitchd numbers the port soon and the cache event brings us back. Until
 		// then the bridge keeps what it has (its NORMAL flow, or our flows of before).
@@ -172,7 +176,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	if text != c.applied {
 		c.log.Info("gateway flows in place", "bridge", c.cfg.Bridge, "flows", len(flows),
-			"uplinkPort", ports.Uplink, "patchPort", ports.Patch, "nodePorts", len(nps))
+			"uplinkPort", ports.Uplink, "patchPort", ports.Patch, "hostPort", ports.host(), "nodePorts", len(nps))
 	}
 	c.applied = text
 	return nil

@@ -92,9 +92,13 @@ type fixture struct {
 }
 
 func start(t *testing.T, resync time.Duration, ports ...ovs.BridgePort) *fixture {
+	return startConfig(t, Config{Bridge: "br-phy", Uplink: "eth0", LocalnetPort: "breth0_node1", MAC: nodeMAC, IP: nodeIP,
+		Tunnel: TunnelFor("geneve"), Resync: resync}, ports...)
+}
+
+func startConfig(t *testing.T, cfg Config, ports ...ovs.BridgePort) *fixture {
 	f := &fixture{t: t, sw: &fakeSwitch{ports: ports}, br: &fakeBridge{}}
-	f.c = New(Config{Bridge: "br-phy", Uplink: "eth0", LocalnetPort: "breth0_node1", MAC: nodeMAC, IP: nodeIP,
-		Tunnel: TunnelFor("geneve"), Resync: resync}, f.sw, f.br, logr.Discard())
+	f.c = New(cfg, f.sw, f.br, logr.Discard())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -192,4 +196,26 @@ func TestControllerResyncsAndRetries(t *testing.T) {
 	f.br.mu.Unlock()
 	f.sw.set(brLocal, uplink, patchIface(9))
 	f.eventually("after three failures", Flows(params(9)))
+}
+
+// TestControllerHostPort: with Config.HostPort (the Windows agent's host vNIC) the
+// controller waits for that port's number, then installs the rules with it in LOCAL's
+// place, and follows it when ovs-vswitchd renumbers it.
+func TestControllerHostPort(t *testing.T) {
+	withHost := func(patch, host uint32) []openflow.Flow {
+		p := params(patch)
+		p.Host = host
+		return Flows(p)
+	}
+	f := startConfig(t, Config{Bridge: "br-phy", Uplink: "eth0", LocalnetPort: "breth0_node1", HostPort: "vEthernet (Ethernet0)",
+		MAC: nodeMAC, IP: nodeIP, Tunnel: TunnelFor("geneve"), Resync: time.Hour}, brLocal, uplink)
+	f.quiet("host port not added yet", 0)
+	f.sw.set(brLocal, uplink, vnicPort(0))
+	f.quiet("host port not numbered yet", 0)
+	f.sw.set(brLocal, uplink, vnicPort(hostPort))
+	f.eventually("host port numbered", withHost(0, hostPort))
+	f.sw.set(brLocal, uplink, vnicPort(hostPort), patchIface(patchPort))
+	f.eventually("patch port appeared", withHost(patchPort, hostPort))
+	f.sw.set(brLocal, uplink, vnicPort(8), patchIface(patchPort))
+	f.eventually("host port renumbered", withHost(patchPort, 8))
 }

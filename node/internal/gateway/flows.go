@@ -1,8 +1,9 @@
 // Package gateway keeps the OpenFlow rules of the node's gateway bridge (br-phy) in place.
-// The bridge holds the uplink; its LOCAL port is the host's interface on the physical
-// network, and the gateway router's external port, reached through the patch port
-// ovn-controller makes for the localnet port breth0_<node>, has the same IP and MAC. The
-// rules decide which of the two a frame from the physical network is for (README.md).
+// The bridge holds the uplink and the host's interface on the physical network (the
+// bridge's LOCAL port on Linux, the host vNIC's internal port on Windows: Ports.Host); the
+// gateway router's external port, reached through the patch port ovn-controller makes for
+// the localnet port breth0_<node>, has the same IP and MAC. The rules decide which of the
+// two a frame from the physical network is for (README.md).
 //
 // Flows is a pure function of the bridge's port numbers and the node's address; Controller
 // watches the Open_vSwitch cache for those port numbers and syncs the flows through
@@ -65,6 +66,19 @@ type Ports struct {
 	// port; 0 while there is none (the master has not created the gateway router yet, or
 	// ovn-controller has not caught up).
 	Patch uint32
+	// Host is the host's interface on the physical network, the one holding the node's
+	// IP and MAC: openflow.PortLocal where that is the bridge's own interface (Linux), the
+	// number of the host vNIC's internal port on Windows, where the address stays on the
+	// vNIC. 0 means PortLocal.
+	Host uint32
+}
+
+// host is p.Host with 0 read as PortLocal.
+func (p Ports) host() uint32 {
+	if p.Host == 0 {
+		return openflow.PortLocal
+	}
+	return p.Host
 }
 
 // NodePort is a Service's entry point on this node: what arrives from the physical network
@@ -91,8 +105,8 @@ func (a NodePort) Compare(b NodePort) int {
 // Params are everything the bridge's flows depend on.
 type Params struct {
 	Ports
-	// MAC and IP are the node's address on the physical network, held by the bridge's
-	// LOCAL port and shared by the gateway router's external port.
+	// MAC and IP are the node's address on the physical network, held by the host port
+	// (Ports.Host) and shared by the gateway router's external port.
 	MAC    net.HardwareAddr
 	IP     netip.Addr
 	Tunnel Tunnel
@@ -113,7 +127,7 @@ type Params struct {
 func Flows(p Params) []openflow.Flow {
 	var (
 		up, patch = p.Uplink, p.Patch
-		local     = openflow.PortLocal
+		host      = p.host()
 		normal    = openflow.PortNormal
 		ip        = openflow.EthTypeIPv4
 	)
@@ -148,9 +162,9 @@ func Flows(p Params) []openflow.Flow {
 		// Tunnel packets are the host's, and the bulk of the traffic: they go past the
 		// zone, which is for the connections whose owner must be told apart (and would
 		// judge STT's TCP-looking segments as a TCP stream).
-		add(0, 205, tunnel(openflow.Match{InPort: up, EthDst: p.MAC}), out(local))
+		add(0, 205, tunnel(openflow.Match{InPort: up, EthDst: p.MAC}), out(host))
 		add(0, 200, tunnel(openflow.Match{InPort: up}), out(normal))
-		add(0, 200, tunnel(openflow.Match{InPort: local}), out(up))
+		add(0, 200, tunnel(openflow.Match{InPort: host}), out(up))
 	}
 	if patch != 0 {
 		flows = append(flows, nodePortFlows(p)...)
@@ -158,16 +172,16 @@ func Flows(p Params) []openflow.Flow {
 		// OVN's, so the replies find their way back through the patch port.
 		add(0, 100, openflow.Match{InPort: patch, EthSrc: p.MAC, EthType: ip}, commit(markOVN, up))
 	}
-	add(0, 100, openflow.Match{InPort: local, EthType: ip}, commit(markHost, up))
+	add(0, 100, openflow.Match{InPort: host, EthType: ip}, commit(markHost, up))
 	add(0, 50, openflow.Match{InPort: up, EthType: ip}, []openflow.Action{openflow.CT{Zone: ctZone, Recirc: true, Table: tableReply}})
 	if patch != 0 {
 		// Not IP (ARP, above all) to the shared MAC: both owners of the MAC get a copy.
-		add(0, 10, openflow.Match{InPort: up, EthDst: p.MAC}, out(patch, local))
+		add(0, 10, openflow.Match{InPort: up, EthDst: p.MAC}, out(patch, host))
 		add(0, 10, openflow.Match{InPort: patch, EthSrc: p.MAC}, out(normal))
 		// Anything else from OVN (another MAC on the localnet) has no business outside.
 		add(0, 9, openflow.Match{InPort: patch}, nil)
 	} else {
-		add(0, 10, openflow.Match{InPort: up, EthDst: p.MAC}, out(local))
+		add(0, 10, openflow.Match{InPort: up, EthDst: p.MAC}, out(host))
 	}
 	add(0, 0, openflow.Match{}, out(normal))
 
@@ -175,10 +189,10 @@ func Flows(p Params) []openflow.Flow {
 		add(tableReply, 100, replyTo(openflow.CTEst, markOVN), out(patch))
 		add(tableReply, 100, replyTo(openflow.CTRel, markOVN), out(patch))
 	}
-	add(tableReply, 100, replyTo(openflow.CTEst, markHost), out(local))
-	add(tableReply, 100, replyTo(openflow.CTRel, markHost), out(local))
+	add(tableReply, 100, replyTo(openflow.CTEst, markHost), out(host))
+	add(tableReply, 100, replyTo(openflow.CTRel, markHost), out(host))
 	// A new connection to the node IP (SSH to the node, the kubelet's port): the host's.
-	add(tableReply, 10, openflow.Match{EthDst: p.MAC}, out(local))
+	add(tableReply, 10, openflow.Match{EthDst: p.MAC}, out(host))
 	add(tableReply, 0, openflow.Match{}, out(normal))
 	return flows
 }

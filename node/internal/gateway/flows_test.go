@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"fmt"
 	"net"
 	"net/netip"
 	"slices"
@@ -22,6 +23,7 @@ var (
 const (
 	upPort    = 1
 	patchPort = 2
+	hostPort  = 3 // the host vNIC's internal port, where the host's interface is one (Windows)
 )
 
 func mustMAC(s string) net.HardwareAddr {
@@ -180,15 +182,29 @@ func TestFlowsDecide(t *testing.T) {
 		{"ARP from the host", arpFrom(openflow.PortLocal, nodeMAC, bcast), normal, normal},
 		{"another MAC from the localnet", arpFrom(patchPort, otherMAC, bcast), "drop", ""},
 	} {
-		for _, v := range []struct {
-			patch uint32
-			want  string
-		}{{patchPort, tc.withPatch}, {0, tc.hostOnly}} {
-			if v.want == "" {
-				continue
+		// The same decisions with the host's interface a named port (Windows' host vNIC):
+		// what came from or went to LOCAL comes from or goes to that port.
+		for _, host := range []uint32{openflow.PortLocal, hostPort} {
+			p := tc.p
+			if p.in == openflow.PortLocal {
+				p.in = host
 			}
-			if got := trace(t, Flows(params(v.patch)), tc.p); got != v.want {
-				t.Errorf("%s (patch port %d):\n got %s\nwant %s", tc.name, v.patch, got, v.want)
+			for _, v := range []struct {
+				patch uint32
+				want  string
+			}{{patchPort, tc.withPatch}, {0, tc.hostOnly}} {
+				if v.want == "" {
+					continue
+				}
+				want := v.want
+				if host != openflow.PortLocal {
+					want = strings.ReplaceAll(want, "LOCAL", fmt.Sprintf("output:%d", host))
+				}
+				params := params(v.patch)
+				params.Host = host
+				if got := trace(t, Flows(params), p); got != want {
+					t.Errorf("%s (patch port %d, host port %#x):\n got %s\nwant %s", tc.name, v.patch, host, got, want)
+				}
 			}
 		}
 	}
@@ -303,8 +319,8 @@ func TestFlowsAreSyncable(t *testing.T) {
 	sets := map[string][]openflow.Flow{
 		"host only": Flows(params(0)),
 		"with GR":   Flows(params(patchPort, NodePort{Protocol: openflow.IPProtoTCP, Port: 30080}, NodePort{Protocol: openflow.IPProtoUDP, Port: 30080})),
-		"stt":       Flows(Params{Ports: Ports{1, 2}, MAC: nodeMAC, IP: nodeIP, Tunnel: TunnelFor("stt")}),
-		"no tunnel": Flows(Params{Ports: Ports{1, 2}, MAC: nodeMAC, IP: nodeIP}),
+		"stt":       Flows(Params{Ports: Ports{Uplink: 1, Patch: 2}, MAC: nodeMAC, IP: nodeIP, Tunnel: TunnelFor("stt")}),
+		"no tunnel": Flows(Params{Ports: Ports{Uplink: 1, Patch: 2}, MAC: nodeMAC, IP: nodeIP}),
 	}
 	for name, flows := range sets {
 		keys := map[string]bool{}
@@ -358,4 +374,67 @@ func flowStrings(flows []openflow.Flow) []string {
 		out[i] = flows[i].String()
 	}
 	return out
+}
+
+// TestFlowsHostPort: with the host's interface a named port of the bridge (Ports.Host; the
+// host vNIC on Windows) every rule is the one with LOCAL, with that port wherever LOCAL
+// was (matched in_port or output), and nothing else differs; Host 0 is LOCAL.
+func TestFlowsHostPort(t *testing.T) {
+	nps := []NodePort{{Protocol: openflow.IPProtoTCP, Port: 30080}, {Protocol: openflow.IPProtoTCP, Port: 80, IP: netip.MustParseAddr("192.0.2.10")}}
+	grip := params(patchPort, nps...)
+	grip.NodePortGRIP = netip.MustParseAddr(DefaultNodePortGRIP)
+	for _, tc := range []struct {
+		name string
+		p    Params
+	}{
+		{"host only", params(0)},
+		{"with the GR", params(patchPort)},
+		{"node ports", params(patchPort, nps...)},
+		{"node ports at the GR IP", grip},
+		{"stt", Params{Ports: Ports{Uplink: upPort, Patch: patchPort}, MAC: nodeMAC, IP: nodeIP, Tunnel: TunnelFor("stt")}},
+		{"no tunnel", Params{Ports: Ports{Uplink: upPort, Patch: patchPort}, MAC: nodeMAC, IP: nodeIP}},
+	} {
+		local := tc.p
+		local.Host = openflow.PortLocal
+		if got, want := flowStrings(Flows(tc.p)), flowStrings(Flows(local)); !slices.Equal(got, want) {
+			t.Errorf("%s: Host 0 differs from LOCAL:\n  %s\nwant\n  %s", tc.name, strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+		}
+		named := tc.p
+		named.Host = hostPort
+		// want: the LOCAL rules with every use of LOCAL replaced by the host port.
+		var want []openflow.Flow
+		uses := 0
+		for _, f := range Flows(local) {
+			if f.Match.InPort == openflow.PortLocal {
+				f.Match.InPort = hostPort
+				uses++
+			}
+			as := slices.Clone(f.Actions)
+			for i, a := range as {
+				if o, ok := a.(openflow.Output); ok && o.Port == openflow.PortLocal {
+					as[i] = openflow.Output{Port: hostPort}
+					uses++
+				}
+			}
+			f.Actions = as
+			want = append(want, f)
+		}
+		if uses == 0 {
+			t.Fatalf("%s: the LOCAL rules never use LOCAL", tc.name)
+		}
+		got := flowStrings(Flows(named))
+		if !slices.Equal(got, flowStrings(want)) {
+			t.Errorf("%s: with host port %d:\n  %s\nwant\n  %s", tc.name, hostPort, strings.Join(got, "\n  "), strings.Join(flowStrings(want), "\n  "))
+		}
+		for _, s := range got {
+			if strings.Contains(s, "LOCAL") {
+				t.Errorf("%s: with host port %d, a rule still uses LOCAL: %s", tc.name, hostPort, s)
+			}
+		}
+		for _, f := range Flows(named) {
+			if err := f.Validate(); err != nil {
+				t.Errorf("%s: %s: %v", tc.name, f.String(), err)
+			}
+		}
+	}
 }

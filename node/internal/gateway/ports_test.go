@@ -31,7 +31,7 @@ func TestFindPorts(t *testing.T) {
 		name  string
 		ports []ovs.BridgePort
 		want  Ports
-		wait  bool // errNoUplink
+		wait  bool // errNotReady
 	}{
 		{"uplink only", []ovs.BridgePort{brLocal, up}, Ports{Uplink: 1}, false},
 		{"with the patch port", []ovs.BridgePort{brLocal, patchPortOf(localnet, 5), up}, Ports{Uplink: 1, Patch: 5}, false},
@@ -44,8 +44,47 @@ func TestFindPorts(t *testing.T) {
 		{"uplink failed", []ovs.BridgePort{brLocal, uplinkPort(-1, "could not open network device eth0 (No such device)")}, Ports{}, true},
 		{"no uplink", []ovs.BridgePort{brLocal}, Ports{}, true},
 	} {
-		got, err := findPorts(tc.ports, "eth0", localnet)
-		var wait errNoUplink
+		got, err := findPorts(tc.ports, "eth0", localnet, "")
+		var wait errNotReady
+		if errors.As(err, &wait) != tc.wait || (err != nil && !tc.wait) {
+			t.Errorf("%s: error %v, want waiting=%v", tc.name, err, tc.wait)
+		}
+		if got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// vnicPort is the host vNIC's internal port the Windows agent adds to the bridge.
+func vnicPort(ofport int) ovs.BridgePort {
+	const name = "vEthernet (Ethernet0)"
+	return port(name, nil, ovs.Interface{Name: name, Type: "internal", OFPort: ofport})
+}
+
+// TestFindPortsHostPort: a named host port (Windows' host vNIC) is found by name; until
+// ovs-vswitchd has numbered it the controller waits, as for the uplink. Without a name the
+// host port is the bridge's own interface (Host 0, LOCAL), whatever other internal ports
+// the bridge has.
+func TestFindPortsHostPort(t *testing.T) {
+	const localnet, vnic = "breth0_node1", "vEthernet (Ethernet0)"
+	up := port("Ethernet0", nil, ovs.Interface{Name: "Ethernet0", OFPort: 1})
+	for _, tc := range []struct {
+		name  string
+		host  string
+		ports []ovs.BridgePort
+		want  Ports
+		wait  bool // errNotReady
+	}{
+		{"named host port", vnic, []ovs.BridgePort{brLocal, up, vnicPort(3)}, Ports{Uplink: 1, Host: 3}, false},
+		{"with the patch port", vnic, []ovs.BridgePort{brLocal, vnicPort(3), patchPortOf(localnet, 5), up}, Ports{Uplink: 1, Patch: 5, Host: 3}, false},
+		{"host port not numbered yet", vnic, []ovs.BridgePort{brLocal, up, vnicPort(0), patchPortOf(localnet, 5)}, Ports{}, true},
+		{"host port failed", vnic, []ovs.BridgePort{brLocal, up, vnicPort(-1)}, Ports{}, true},
+		{"host port not added yet", vnic, []ovs.BridgePort{brLocal, up, patchPortOf(localnet, 5)}, Ports{}, true},
+		{"uplink not numbered yet", vnic, []ovs.BridgePort{brLocal, port("Ethernet0", nil, ovs.Interface{Name: "Ethernet0"}), vnicPort(3)}, Ports{}, true},
+		{"no name: LOCAL, the vNIC port is nobody's", "", []ovs.BridgePort{brLocal, up, vnicPort(3), patchPortOf(localnet, 5)}, Ports{Uplink: 1, Patch: 5}, false},
+	} {
+		got, err := findPorts(tc.ports, "Ethernet0", localnet, tc.host)
+		var wait errNotReady
 		if errors.As(err, &wait) != tc.wait || (err != nil && !tc.wait) {
 			t.Errorf("%s: error %v, want waiting=%v", tc.name, err, tc.wait)
 		}

@@ -117,6 +117,10 @@ type NodeAddress struct {
 	IP      netip.Prefix // e.g. 172.18.0.1/24
 	MAC     net.HardwareAddr
 	NextHop netip.Addr // the default gateway; zero if none
+	// HostPort names the gateway bridge's port that is this interface, when it is a port of
+	// the bridge other than the bridge's own (Windows: the host vNIC, added through
+	// Uplink.AttachHostPort); empty when it is the bridge's own interface (Linux) or none.
+	HostPort string
 }
 
 // ErrNotImplemented is returned by the parts of a platform not written yet.

@@ -127,11 +127,12 @@ func (t *Transparent) SetupUplink(ctx context.Context, u Uplink) (NodeAddress, e
 	if err := u.Attach(ctx, adapter.MAC); err != nil {
 		return NodeAddress{}, fmt.Errorf("adding adapter %q to %s: %w", u.Iface, u.Bridge, err)
 	}
-	vnicName := hns.HostVNIC(u.Iface)
+	vnicName, hostPort := hns.HostVNIC(u.Iface), ""
 	if u.AttachHostPort != nil {
 		if err := u.AttachHostPort(ctx, vnicName); err != nil {
 			return NodeAddress{}, fmt.Errorf("adding %q to %s: %w", vnicName, u.Bridge, err)
 		}
+		hostPort = vnicName
 	}
 	vnic, err := t.ip.Interface(ctx, vnicName)
 	if err != nil {
@@ -141,7 +142,7 @@ func (t *Transparent) SetupUplink(ctx context.Context, u Uplink) (NodeAddress, e
 	if !ok {
 		return NodeAddress{}, fmt.Errorf("host vNIC %q has no IPv4 address", vnicName)
 	}
-	return NodeAddress{IfName: vnicName, IP: ip, MAC: vnic.MAC, NextHop: vnic.Gateway}, nil
+	return NodeAddress{IfName: vnicName, IP: ip, MAC: vnic.MAC, NextHop: vnic.Gateway, HostPort: hostPort}, nil
 }
 
 // ensureNetwork adopts the network if it exists (and is ours: Transparent, on adapter), or
