@@ -93,20 +93,26 @@ func addAddr(link netlink.Link, p netip.Prefix) error {
 // waitLink returns the link called name once it exists: OVS creates the device of an
 // internal port asynchronously, after the database transaction.
 func waitLink(ctx context.Context, name string) (netlink.Link, error) {
+	return waitLinkFor(ctx, name, "to appear", func(netlink.Link) bool { return true })
+}
+
+// waitLinkFor returns the link called name once it exists and ready says it is as wanted
+// (what says how, for the error), waiting at most 30 s.
+func waitLinkFor(ctx context.Context, name, what string, ready func(netlink.Link) bool) (netlink.Link, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for {
 		link, err := netlink.LinkByName(name)
-		if err == nil {
+		if err == nil && ready(link) {
 			return link, nil
 		}
 		var notFound netlink.LinkNotFoundError
-		if !errors.As(err, &notFound) {
+		if err != nil && !errors.As(err, &notFound) {
 			return nil, fmt.Errorf("interface %s: %w", name, err)
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("waiting for interface %s to appear: %w", name, ctx.Err())
+			return nil, fmt.Errorf("waiting for interface %s %s: %w", name, what, ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

@@ -1,6 +1,7 @@
 package hostnet
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -23,7 +24,12 @@ func (linuxHost) SetupUplink(ctx context.Context, u Uplink) (NodeAddress, error)
 	if err := u.Attach(ctx, uplink.Attrs().HardwareAddr); err != nil {
 		return NodeAddress{}, err
 	}
-	br, err := waitLink(ctx, u.Bridge)
+	// ovs-vswitchd gives the bridge's device the MAC (other_config:hwaddr) some time after it
+	// creates it: reading it earlier publishes a random MAC as the node's.
+	mac := uplink.Attrs().HardwareAddr
+	br, err := waitLinkFor(ctx, u.Bridge, "to take the MAC "+mac.String(), func(l netlink.Link) bool {
+		return bytes.Equal(l.Attrs().HardwareAddr, mac)
+	})
 	if err != nil {
 		return NodeAddress{}, err
 	}
