@@ -31,6 +31,9 @@ type Config struct {
 	KubeAPIBurst         int
 	Workers              int
 	Verbosity            int
+	// GCPercent is the garbage collector's target percentage; 0 leaves the runtime's default
+	// (or $GOGC).
+	GCPercent int
 	// MemoryLimitMiB is the Go runtime's soft memory limit; 0 leaves the runtime's default
 	// (or $GOMEMLIMIT).
 	MemoryLimitMiB int
@@ -54,7 +57,8 @@ func flags() []cli.Flag {
 		cliapp.Int("workers", 4, "objects synced in parallel"),
 		cliapp.Int("kube-api-qps", 100, "sustained requests per second to the API server (each new pod costs one)"),
 		cliapp.Int("kube-api-burst", 200, "short bursts of requests to the API server above --kube-api-qps"),
-		cliapp.Int("memory-limit-mib", 80, "soft limit of the master's Go heap in MiB: the garbage collector works harder near it instead of letting the heap double (0: Go's default, or $GOMEMLIMIT)"),
+		cliapp.Int("gc-percent", 50, "the Go garbage collector's target: the heap may grow this many percent over the live heap before a collection (0: Go's default, or $GOGC)"),
+		cliapp.Int("memory-limit-mib", 0, "soft limit of the master's Go heap in MiB (0: none, or $GOMEMLIMIT); below the live heap the collector runs all the time, so leave room"),
 		cliapp.Int("log-level", 0, "log verbosity: 0 start-up, warnings and errors; 2 every change written; 4 every sync"),
 	}
 }
@@ -77,6 +81,7 @@ func configFrom(c *cli.Context) (Config, error) {
 		KubeAPIQPS:           c.Int("kube-api-qps"),
 		KubeAPIBurst:         c.Int("kube-api-burst"),
 		Verbosity:            c.Int("log-level"),
+		GCPercent:            c.Int("gc-percent"),
 		MemoryLimitMiB:       c.Int("memory-limit-mib"),
 	}
 	var err error
