@@ -144,6 +144,9 @@ func (c *Cluster) StartMaster(ctx context.Context) error {
 	return nil
 }
 
+// ClusterCIDR is the pod network's CIDR.
+func (c *Cluster) ClusterCIDR() string { return c.opts.ClusterCIDR }
+
 // MasterPID is the process ID of the running ovnt-master.
 func (c *Cluster) MasterPID() int { return c.master.Pid() }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ovn-transparent/ovn-transparent/master/netpol"
 	"github.com/ovn-transparent/ovn-transparent/test/cluster"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 )
@@ -182,12 +183,14 @@ func show(ctx context.Context, s state) error {
 		{"ovn-sbctl", "--db=" + s.SBRemote, "show"},
 		{"ovn-nbctl", "--db=" + s.NBRemote, "show"},
 		{"ovn-nbctl", "--db=" + s.NBRemote, "lb-list"},
+		// The sample NetworkPolicy's ACLs, on its port group.
+		{"ovn-nbctl", "--db=" + s.NBRemote, "acl-list", netpol.PortGroupName("demo/" + samplePolicy)},
 	} {
 		out, err := harness.Exec(ctx, "", cmd[0], cmd[1:]...)
 		if err != nil {
 			return err
 		}
-		fmt.Printf("\n$ %s %s\n%s", cmd[0], cmd[len(cmd)-1], out)
+		fmt.Printf("\n$ %s %s\n%s", cmd[0], strings.Join(cmd[2:], " "), out)
 	}
 	connectivity(ctx, s)
 	fmt.Printf("\n_output/bin/kubectl --kubeconfig %s get pods -A -o wide\n", s.Kubeconfig)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
@@ -20,11 +21,35 @@ import (
 	"github.com/ovn-transparent/ovn-transparent/test/probe"
 )
 
-// The sample workloads: web servers on both nodes in one namespace, a client in another.
+// The sample workloads: web servers on both nodes in one namespace, a client in another, and
+// a stranger in a third, which the sample NetworkPolicy keeps out.
 var samples = []struct{ namespace, name, node string }{
 	{"demo", "web-1", "node1"},
 	{"demo", "web-2", "node2"},
 	{"demo-client", "client", "node1"},
+	{"demo-other", "stranger", "node2"},
+}
+
+// The sample NetworkPolicy: the web pods accept their http port from pods of demo-client and
+// from outside the pod network (the NodePort's clients); other pods are denied.
+const samplePolicy = "web"
+
+func samplePolicySpec(clusterCIDR string) *networkingv1.NetworkPolicy {
+	http := intstr.FromString("http")
+	return &networkingv1.NetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: samplePolicy},
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tier": "web"}},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+			Ingress: []networkingv1.NetworkPolicyIngressRule{{
+				Ports: []networkingv1.NetworkPolicyPort{{Port: &http}},
+				From: []networkingv1.NetworkPolicyPeer{
+					{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "demo-client"}}},
+					{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: []string{clusterCIDR}}},
+				},
+			}},
+		},
+	}
 }
 
 const samplePort = 8080
@@ -51,7 +76,7 @@ func sampleServiceSpec() *corev1.Service {
 
 func createSamples(ctx context.Context, c *cluster.Cluster) error {
 	cs := c.Kube.Client()
-	for _, ns := range []string{"demo", "demo-client"} {
+	for _, ns := range []string{"demo", "demo-client", "demo-other"} {
 		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			return err
 		}
@@ -73,6 +98,9 @@ func createSamples(ctx context.Context, c *cluster.Cluster) error {
 		}
 	}
 	if _, err := cs.CoreV1().Services("demo").Create(ctx, sampleServiceSpec(), metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	if _, err := cs.NetworkingV1().NetworkPolicies("demo").Create(ctx, samplePolicySpec(c.ClusterCIDR()), metav1.CreateOptions{}); err != nil {
 		return err
 	}
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
@@ -160,7 +188,38 @@ func connectivity(ctx context.Context, s state) {
 		}
 		fmt.Printf("  -> %-12s %-18s on %s: ok, answered %q\n", sm.name, addr, p.Spec.NodeName, line)
 	}
+	policyConnectivity(ctx, cs, s)
 	serviceConnectivity(ctx, cs, s, from)
+}
+
+// policyConnectivity shows the sample NetworkPolicy at work: the stranger pod, outside the
+// namespaces it admits, gets no answer from the web pods.
+func policyConnectivity(ctx context.Context, cs kubernetes.Interface, s state) {
+	from, ok := s.Pods["demo-other/stranger"]
+	if !ok {
+		return
+	}
+	fmt.Printf("\n$ NetworkPolicy demo/%s (TCP, from demo-other/stranger: expected to be blocked)\n", samplePolicy)
+	for _, sm := range samples[:2] {
+		p, err := cs.CoreV1().Pods(sm.namespace).Get(ctx, sm.name, metav1.GetOptions{})
+		if err != nil {
+			fmt.Printf("  %s/%s: %v\n", sm.namespace, sm.name, err)
+			continue
+		}
+		addr := netip.AddrPortFrom(netip.MustParseAddr(p.Status.PodIP), samplePort).String()
+		var line string
+		err = harness.InNetns(from, func() error {
+			c, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			line, err = probe.TCP(c, addr)
+			return err
+		})
+		if err != nil {
+			fmt.Printf("  -> %-12s %-18s on %s: blocked, as the policy says\n", sm.name, addr, p.Spec.NodeName)
+			continue
+		}
+		fmt.Printf("  -> %-12s %-18s on %s: NOT BLOCKED, answered %q\n", sm.name, addr, p.Spec.NodeName, line)
+	}
 }
 
 // serviceConnectivity probes the sample Service: its ClusterIP from the client pod, and its
