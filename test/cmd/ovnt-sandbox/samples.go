@@ -168,26 +168,13 @@ func connectivity(ctx context.Context, s state) {
 		return
 	}
 	fmt.Println("\n$ connectivity check (TCP, from demo-client/client)")
-	for _, sm := range samples[:2] {
-		p, err := cs.CoreV1().Pods(sm.namespace).Get(ctx, sm.name, metav1.GetOptions{})
+	probeWebPods(ctx, cs, from, 3*time.Second, func(name, addr, node, line string, err error) {
 		if err != nil {
-			fmt.Printf("  %s/%s: %v\n", sm.namespace, sm.name, err)
-			continue
+			fmt.Printf("  -> %-12s %-18s on %s: FAILED: %v\n", name, addr, node, err)
+			return
 		}
-		addr := netip.AddrPortFrom(netip.MustParseAddr(p.Status.PodIP), samplePort).String()
-		var line string
-		err = harness.InNetns(from, func() error {
-			c, cancel := context.WithTimeout(ctx, 3*time.Second)
-			defer cancel()
-			line, err = probe.TCP(c, addr)
-			return err
-		})
-		if err != nil {
-			fmt.Printf("  -> %-12s %-18s on %s: FAILED: %v\n", sm.name, addr, p.Spec.NodeName, err)
-			continue
-		}
-		fmt.Printf("  -> %-12s %-18s on %s: ok, answered %q\n", sm.name, addr, p.Spec.NodeName, line)
-	}
+		fmt.Printf("  -> %-12s %-18s on %s: ok, answered %q\n", name, addr, node, line)
+	})
 	policyConnectivity(ctx, cs, s)
 	serviceConnectivity(ctx, cs, s, from)
 }
@@ -200,6 +187,19 @@ func policyConnectivity(ctx context.Context, cs kubernetes.Interface, s state) {
 		return
 	}
 	fmt.Printf("\n$ NetworkPolicy demo/%s (TCP, from demo-other/stranger: expected to be blocked)\n", samplePolicy)
+	probeWebPods(ctx, cs, from, 2*time.Second, func(name, addr, node, line string, err error) {
+		if err != nil {
+			fmt.Printf("  -> %-12s %-18s on %s: blocked, as the policy says\n", name, addr, node)
+			return
+		}
+		fmt.Printf("  -> %-12s %-18s on %s: NOT BLOCKED, answered %q\n", name, addr, node, line)
+	})
+}
+
+// probeWebPods opens a TCP connection from netns to the http port of each sample web pod and
+// hands report the outcome: the answer the workload gave, or the error.
+func probeWebPods(ctx context.Context, cs kubernetes.Interface, netns string, timeout time.Duration,
+	report func(name, addr, node, line string, err error)) {
 	for _, sm := range samples[:2] {
 		p, err := cs.CoreV1().Pods(sm.namespace).Get(ctx, sm.name, metav1.GetOptions{})
 		if err != nil {
@@ -207,19 +207,22 @@ func policyConnectivity(ctx context.Context, cs kubernetes.Interface, s state) {
 			continue
 		}
 		addr := netip.AddrPortFrom(netip.MustParseAddr(p.Status.PodIP), samplePort).String()
-		var line string
-		err = harness.InNetns(from, func() error {
-			c, cancel := context.WithTimeout(ctx, 2*time.Second)
-			defer cancel()
-			line, err = probe.TCP(c, addr)
-			return err
-		})
-		if err != nil {
-			fmt.Printf("  -> %-12s %-18s on %s: blocked, as the policy says\n", sm.name, addr, p.Spec.NodeName)
-			continue
-		}
-		fmt.Printf("  -> %-12s %-18s on %s: NOT BLOCKED, answered %q\n", sm.name, addr, p.Spec.NodeName, line)
+		line, err := probeFrom(ctx, netns, addr, timeout)
+		report(sm.name, addr, p.Spec.NodeName, line, err)
 	}
+}
+
+// probeFrom opens a TCP connection from netns to addr and returns the workload's answer.
+func probeFrom(ctx context.Context, netns, addr string, timeout time.Duration) (string, error) {
+	var line string
+	err := harness.InNetns(netns, func() error {
+		c, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		var err error
+		line, err = probe.TCP(c, addr)
+		return err
+	})
+	return line, err
 }
 
 // serviceConnectivity probes the sample Service: its ClusterIP from the client pod, and its
@@ -237,13 +240,8 @@ func serviceConnectivity(ctx context.Context, cs kubernetes.Interface, s state, 
 		wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()
 		err := harness.WaitFor(wctx, addr, 500*time.Millisecond, func() (bool, error) {
-			err := harness.InNetns(netns, func() error {
-				c, cancel := context.WithTimeout(wctx, 3*time.Second)
-				defer cancel()
-				var err error
-				line, err = probe.TCP(c, addr)
-				return err
-			})
+			var err error
+			line, err = probeFrom(wctx, netns, addr, 3*time.Second)
 			return err == nil, err
 		})
 		if err != nil {
