@@ -17,15 +17,15 @@ export OVNT_CACHE_DIR ?= /var/cache/ovn-transparent
 all: build
 
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/ovnt-master ./master
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/ovnt-node ./node
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/ovnt-cni ./cni-shim
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/ovnt-master ./cmd/ovnt-master
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/ovnt-node ./cmd/ovnt-node
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/ovnt-cni ./cmd/ovnt-cni
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ovnt-workload ./test/cmd/ovnt-workload
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ovnt-sandbox ./test/cmd/ovnt-sandbox
 
 build-windows:
-	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/windows/ovnt-node.exe ./node
-	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/windows/ovnt-cni.exe ./cni-shim
+	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/windows/ovnt-node.exe ./cmd/ovnt-node
+	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/windows/ovnt-cni.exe ./cmd/ovnt-cni
 
 models:
 	bash ovsdb-models/generate.sh

@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/ovn-transparent/ovn-transparent/internal/annotations"
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 )
 
 // TestMasterBadInput: (f) input the master cannot use becomes an Event on the object, and the
@@ -28,7 +28,7 @@ func TestMasterBadInput(t *testing.T) {
 	subA := e.nodeSubnet("node-a")
 	// node-b's agent wrote garbage: the node gets its switch but no gateway router.
 	b := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b",
-		Annotations: map[string]string{annotations.NodeChassisKey: `{"chassisID": ""}`}}}
+		Annotations: map[string]string{contract.NodeChassisKey: `{"chassisID": ""}`}}}
 	if _, err := e.kube.CoreV1().Nodes().Create(ctx, b, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -44,17 +44,17 @@ func TestMasterBadInput(t *testing.T) {
 	e.createPod("default", "on-c", "node-c", nil)
 	e.waitEvent("on-c", ReasonNodeWithoutSubnet)
 
-	e.createPod("default", "garbage", "node-a", map[string]string{annotations.PodNetworkKey: `{"ipAddresses": ["oops"]}`})
+	e.createPod("default", "garbage", "node-a", map[string]string{contract.PodNetworkKey: `{"ipAddresses": ["oops"]}`})
 	e.createPod("default", "lost", "nowhere", nil)
 	e.createPod("default", "good", "node-a", nil)
 	good := e.podNetwork("default", "good")
 	// Someone copied good's annotation onto another pod: the address stays good's.
-	v, err := (annotations.PodNetworkInfo{IPAddresses: []string{good.IPs[0].String()}, MACAddress: good.MAC.String(),
+	v, err := (contract.PodNetworkInfo{IPAddresses: []string{good.IPs[0].String()}, MACAddress: good.MAC.String(),
 		GatewayIPs: []string{good.Gateways[0].String()}}).Marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.createPod("default", "copy", "node-a", map[string]string{annotations.PodNetworkKey: v})
+	e.createPod("default", "copy", "node-a", map[string]string{contract.PodNetworkKey: v})
 	e.waitEvent("garbage", ReasonInvalidPodNetwork)
 	e.waitEvent("lost", ReasonUnknownNode)
 	e.waitEvent("copy", ReasonPodIPConflict)

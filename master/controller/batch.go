@@ -8,8 +8,7 @@ import (
 	"github.com/ovn-org/libovsdb/model"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/ovsdb"
-	"github.com/ovn-transparent/ovn-transparent/master/nbsync"
-	"github.com/ovn-transparent/ovn-transparent/master/owner"
+	"github.com/ovn-transparent/ovn-transparent/master/nb"
 )
 
 // Start-up batches. At start-up thousands of Services or NetworkPolicies would each cost one
@@ -20,22 +19,22 @@ import (
 
 // batchItem is one owner's desired rows in a start-up batch.
 type batchItem struct {
-	key  owner.Key
-	rows []nbsync.Row
+	key  nb.Key
+	rows []nb.Row
 }
 
 // applyBatch diffs every item against the NB cache and applies all the plans in one
 // transaction. It returns how many keys had something to change. Items whose diff fails
 // are skipped (the work queue retries them); a failed transaction fails the whole batch.
 func (c *Controller) applyBatch(ctx context.Context, items []batchItem) (int, error) {
-	own := make(map[owner.Key]bool, len(items))
+	own := make(map[nb.Key]bool, len(items))
 	for _, it := range items {
 		own[it.key] = true
 	}
-	view := &memoView{nbView: c.view, own: own, owned: map[owner.Key][]model.Model{}}
-	var plans []*nbsync.Plan
+	view := &memoView{nbView: c.view, own: own, owned: map[nb.Key][]model.Model{}}
+	var plans []*nb.Plan
 	for _, it := range items {
-		plan, err := nbsync.Diff(ctx, view, it.key, it.rows)
+		plan, err := nb.Diff(ctx, view, it.key, it.rows)
 		if err != nil || plan.Empty() {
 			continue
 		}
@@ -44,13 +43,13 @@ func (c *Controller) applyBatch(ctx context.Context, items []batchItem) (int, er
 	if len(plans) == 0 {
 		return 0, nil
 	}
-	ops, err := nbsync.Merge(plans...).Ops(c.nb)
+	ops, err := nb.Merge(plans...).Ops(c.nb)
 	if err != nil {
 		return 0, err
 	}
 	results, err := ovsdb.Transact(ctx, c.nb, ops...)
 	if err == nil {
-		err = nbsync.CheckApplied(ops, results)
+		err = nb.CheckApplied(ops, results)
 	}
 	if err != nil {
 		return 0, errors.Join(fmt.Errorf("start-up batch of %d keys", len(items)), err)
@@ -63,11 +62,11 @@ func (c *Controller) applyBatch(ctx context.Context, items []batchItem) (int, er
 // do not change. The batch's own keys are always read afresh.
 type memoView struct {
 	nbView
-	own   map[owner.Key]bool
-	owned map[owner.Key][]model.Model
+	own   map[nb.Key]bool
+	owned map[nb.Key][]model.Model
 }
 
-func (v *memoView) Owned(ctx context.Context, k owner.Key) ([]model.Model, error) {
+func (v *memoView) Owned(ctx context.Context, k nb.Key) ([]model.Model, error) {
 	if v.own[k] {
 		return v.nbView.Owned(ctx, k)
 	}

@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/ovn-transparent/ovn-transparent/master/owner"
+	"github.com/ovn-transparent/ovn-transparent/master/nb"
 )
 
 // bulkBatch is how many Services one start-up transaction carries.
@@ -18,7 +18,7 @@ const bulkBatch = 500
 func (c *Controller) bulkSyncServices(ctx context.Context) {
 	start := time.Now()
 	// The load balancer group first: every cluster load balancer hangs in it.
-	cluster := owner.Key{Kind: owner.Cluster, Name: owner.ClusterName}
+	cluster := nb.Key{Kind: nb.Cluster, Name: nb.ClusterName}
 	if err := c.sync(ctx, cluster); err != nil {
 		c.log.V(2).Info("Bulk start-up skipped: cluster not ready", "err", err)
 		return
@@ -64,7 +64,7 @@ func (c *Controller) bulkApply(ctx context.Context, keys []string) (int, error) 
 		if err != nil {
 			continue
 		}
-		items = append(items, batchItem{key: owner.Key{Kind: owner.Service, Name: k}, rows: rows})
+		items = append(items, batchItem{key: nb.Key{Kind: nb.Service, Name: k}, rows: rows})
 	}
 	return c.applyBatch(ctx, items)
 }

@@ -30,9 +30,8 @@ import (
 
 	"github.com/ovn-transparent/ovn-transparent/internal/ovsdb"
 	"github.com/ovn-transparent/ovn-transparent/master/ipam"
-	"github.com/ovn-transparent/ovn-transparent/master/nbsync"
+	"github.com/ovn-transparent/ovn-transparent/master/nb"
 	"github.com/ovn-transparent/ovn-transparent/master/netpol"
-	"github.com/ovn-transparent/ovn-transparent/master/owner"
 	"github.com/ovn-transparent/ovn-transparent/master/topology"
 )
 
@@ -72,15 +71,15 @@ type Controller struct {
 	np         *netpolIndex
 	mgmtMatch  string
 	synced     []cache.InformerSynced
-	queue      workqueue.TypedRateLimitingInterface[owner.Key]
+	queue      workqueue.TypedRateLimitingInterface[nb.Key]
 
 	// refills counts the NB cache refills (reconnections) seen, for logs and tests.
 	refills atomic.Int64
 }
 
-// nbView is what the controllers read of the NB: nbsync.CacheView of nb.
+// nbView is what the controllers read of the NB: nb.CacheView of nb.
 type nbView interface {
-	nbsync.View
+	nb.View
 	All(ctx context.Context) ([]model.Model, error)
 }
 
@@ -89,7 +88,7 @@ const podsByNode = "spec.nodeName"
 
 // New returns a controller writing to nb (a client from ConnectNB) for the cluster kube.
 // Events go to recorder; see NewEventRecorder.
-func New(cfg Config, kube kubernetes.Interface, nb client.Client, recorder record.EventRecorder, log klog.Logger) (*Controller, error) {
+func New(cfg Config, kube kubernetes.Interface, nbc client.Client, recorder record.EventRecorder, log klog.Logger) (*Controller, error) {
 	if cfg.Workers <= 0 {
 		cfg.Workers = 4
 	}
@@ -101,8 +100,8 @@ func New(cfg Config, kube kubernetes.Interface, nb client.Client, recorder recor
 		cfg:      cfg,
 		topo:     topology.Config{ClusterCIDR: cfg.ClusterCIDR, JoinSubnet: cfg.JoinSubnet},
 		kube:     kube,
-		nb:       nb,
-		view:     nbsync.NewCacheView(nb),
+		nb:       nbc,
+		view:     nb.NewCacheView(nbc),
 		ipam:     state,
 		log:      log,
 		recorder: recorder,
@@ -111,13 +110,13 @@ func New(cfg Config, kube kubernetes.Interface, nb client.Client, recorder recor
 		np:        newNetpolIndex(),
 		mgmtMatch: netpol.ManagementMatch(cfg.ClusterCIDR, cfg.NodeSubnetBits),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedMaxOfRateLimiter[owner.Key](
+			workqueue.NewTypedMaxOfRateLimiter[nb.Key](
 				// Transient failures (NB unreachable, a parent not created yet) retry
 				// quickly at first, and at least every 30 s.
-				workqueue.NewTypedItemExponentialFailureRateLimiter[owner.Key](20*time.Millisecond, 30*time.Second),
-				&workqueue.TypedBucketRateLimiter[owner.Key]{Limiter: rate.NewLimiter(rate.Limit(100), 500)},
+				workqueue.NewTypedItemExponentialFailureRateLimiter[nb.Key](20*time.Millisecond, 30*time.Second),
+				&workqueue.TypedBucketRateLimiter[nb.Key]{Limiter: rate.NewLimiter(rate.Limit(100), 500)},
 			),
-			workqueue.TypedRateLimitingQueueConfig[owner.Key]{Name: "ovnt-master"}),
+			workqueue.TypedRateLimitingQueueConfig[nb.Key]{Name: "ovnt-master"}),
 	}
 	if err := c.setUpInformers(); err != nil {
 		return nil, err
@@ -209,7 +208,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		c.log.V(4).Info("Synced", "key", key.String(), "took", time.Since(start))
 		return true
 	}
-	var missing *nbsync.MissingParentError
+	var missing *nb.MissingParentError
 	if errors.As(err, &missing) {
 		c.log.V(2).Info("Waiting for a parent row", "key", key.String(), "parent", missing.Parent.String())
 	} else if ctx.Err() == nil {
@@ -219,32 +218,32 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	return true
 }
 
-func (c *Controller) sync(ctx context.Context, key owner.Key) error {
+func (c *Controller) sync(ctx context.Context, key nb.Key) error {
 	switch key.Kind {
-	case owner.Cluster:
+	case nb.Cluster:
 		rows, err := c.clusterRows(ctx)
 		if err != nil {
 			return err
 		}
 		_, err = c.apply(ctx, key, rows)
 		return err
-	case owner.Node:
+	case nb.Node:
 		return c.syncNode(ctx, key.Name)
-	case owner.Pod:
+	case nb.Pod:
 		return c.syncPod(ctx, key.Name)
-	case owner.Service:
+	case nb.Service:
 		return c.syncService(ctx, key.Name)
-	case owner.NetworkPolicy:
+	case nb.NetworkPolicy:
 		return c.syncPolicy(ctx, key.Name)
-	case owner.NetworkPolicyPeer:
+	case nb.NetworkPolicyPeer:
 		return c.syncPeer(ctx, key.Name)
 	}
 	return nil
 }
 
 // apply makes the rows owned by key equal to rows, in one transaction.
-func (c *Controller) apply(ctx context.Context, key owner.Key, rows []nbsync.Row) (*nbsync.Plan, error) {
-	plan, err := nbsync.Diff(ctx, c.view, key, rows)
+func (c *Controller) apply(ctx context.Context, key nb.Key, rows []nb.Row) (*nb.Plan, error) {
+	plan, err := nb.Diff(ctx, c.view, key, rows)
 	if err != nil {
 		return nil, err
 	}
@@ -257,7 +256,7 @@ func (c *Controller) apply(ctx context.Context, key owner.Key, rows []nbsync.Row
 	}
 	results, err := ovsdb.Transact(ctx, c.nb, ops...)
 	if err == nil {
-		err = nbsync.CheckApplied(ops, results)
+		err = nb.CheckApplied(ops, results)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", key, err)

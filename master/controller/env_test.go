@@ -18,7 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/ovn-transparent/ovn-transparent/internal/annotations"
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/internal/ovsdb"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 )
@@ -144,7 +144,7 @@ func (e *env) eventually(what string, cond func() (bool, string)) {
 	}
 }
 
-func (e *env) createNode(name string, chassis *annotations.NodeChassisInfo) {
+func (e *env) createNode(name string, chassis *contract.NodeChassisInfo) {
 	e.t.Helper()
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{}}}
 	if chassis != nil {
@@ -152,7 +152,7 @@ func (e *env) createNode(name string, chassis *annotations.NodeChassisInfo) {
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		n.Annotations[annotations.NodeChassisKey] = v
+		n.Annotations[contract.NodeChassisKey] = v
 	}
 	if _, err := e.kube.CoreV1().Nodes().Create(e.ctx, n, metav1.CreateOptions{}); err != nil {
 		e.t.Fatal(err)
@@ -160,8 +160,8 @@ func (e *env) createNode(name string, chassis *annotations.NodeChassisInfo) {
 }
 
 // chassisOf is what the node agent of test node number i publishes.
-func chassisOf(i int) *annotations.NodeChassisInfo {
-	return &annotations.NodeChassisInfo{ChassisID: fmt.Sprintf("chassis-%d", i), NodeIP: fmt.Sprintf("172.18.0.%d/24", i),
+func chassisOf(i int) *contract.NodeChassisInfo {
+	return &contract.NodeChassisInfo{ChassisID: fmt.Sprintf("chassis-%d", i), NodeIP: fmt.Sprintf("172.18.0.%d/24", i),
 		GatewayMAC: fmt.Sprintf("0a:58:ac:12:00:%02x", i), NextHop: "172.18.0.254", OS: "linux"}
 }
 
@@ -173,7 +173,7 @@ func (e *env) nodeSubnet(name string) netip.Prefix {
 		if err != nil {
 			return false, err.Error()
 		}
-		p, err = annotations.ParseNodeSubnet(n.Annotations[annotations.NodeSubnetKey])
+		p, err = contract.ParseNodeSubnet(n.Annotations[contract.NodeSubnetKey])
 		return err == nil, fmt.Sprint(n.Annotations)
 	})
 	return p
@@ -215,15 +215,15 @@ func (e *env) setPodPhase(ns, name string, phase corev1.PodPhase) {
 }
 
 // podNetwork waits for the pod-network annotation and returns it parsed.
-func (e *env) podNetwork(ns, name string) annotations.PodNetwork {
+func (e *env) podNetwork(ns, name string) contract.PodNetwork {
 	e.t.Helper()
-	var pn annotations.PodNetwork
+	var pn contract.PodNetwork
 	e.eventually("pod-network annotation on "+ns+"/"+name, func() (bool, string) {
 		p, err := e.kube.CoreV1().Pods(ns).Get(e.ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
-		pn, err = annotations.ParsePodNetwork(p.Annotations[annotations.PodNetworkKey])
+		pn, err = contract.ParsePodNetwork(p.Annotations[contract.PodNetworkKey])
 		return err == nil, fmt.Sprint(err)
 	})
 	return pn

@@ -10,9 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/ovn-transparent/ovn-transparent/internal/annotations"
-	"github.com/ovn-transparent/ovn-transparent/master/nbsync"
-	"github.com/ovn-transparent/ovn-transparent/master/owner"
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
+	"github.com/ovn-transparent/ovn-transparent/master/nb"
 	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
 )
 
@@ -31,29 +30,29 @@ func (c *Controller) setUpInformers() error {
 	c.nodes, c.pods, c.podsIdx = nodeInf.Lister(), podInf.Lister(), podInf.Informer().GetIndexer()
 
 	nodeReg, err := nodeInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { c.enqueueObject(owner.Node, obj) },
+		AddFunc: func(obj any) { c.enqueueObject(nb.Node, obj) },
 		UpdateFunc: func(old, cur any) {
 			// Node status changes every few seconds; only annotations feed the topology.
 			o, n := old.(*corev1.Node), cur.(*corev1.Node)
 			if !maps.Equal(o.Annotations, n.Annotations) {
-				c.enqueueObject(owner.Node, cur)
+				c.enqueueObject(nb.Node, cur)
 			}
 		},
-		DeleteFunc: func(obj any) { c.enqueueObject(owner.Node, obj) },
+		DeleteFunc: func(obj any) { c.enqueueObject(nb.Node, obj) },
 	})
 	if err != nil {
 		return err
 	}
 	podReg, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { c.enqueueObject(owner.Pod, obj) },
+		AddFunc: func(obj any) { c.enqueueObject(nb.Pod, obj) },
 		UpdateFunc: func(old, cur any) {
 			o, n := old.(*corev1.Pod), cur.(*corev1.Pod)
 			if o.UID != n.UID || o.Spec.NodeName != n.Spec.NodeName || o.Status.Phase != n.Status.Phase ||
-				o.Annotations[annotations.PodNetworkKey] != n.Annotations[annotations.PodNetworkKey] {
-				c.enqueueObject(owner.Pod, cur)
+				o.Annotations[contract.PodNetworkKey] != n.Annotations[contract.PodNetworkKey] {
+				c.enqueueObject(nb.Pod, cur)
 			}
 		},
-		DeleteFunc: func(obj any) { c.enqueueObject(owner.Pod, obj) },
+		DeleteFunc: func(obj any) { c.enqueueObject(nb.Pod, obj) },
 	})
 	if err != nil {
 		return err
@@ -66,39 +65,39 @@ func (c *Controller) setUpInformers() error {
 	return c.setUpNetpolInformers()
 }
 
-func (c *Controller) enqueueObject(kind owner.Kind, obj any) {
+func (c *Controller) enqueueObject(kind nb.Kind, obj any) {
 	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 	if err != nil {
 		c.log.Error(err, "No key for object", "kind", kind)
 		return
 	}
-	c.queue.Add(owner.Key{Kind: kind, Name: key})
+	c.queue.Add(nb.Key{Kind: kind, Name: key})
 }
 
 // enqueueAll enqueues the cluster, every Node and Pod, and every owner of a row in the NB
 // (an owner that no longer exists has its rows deleted by its sync).
 func (c *Controller) enqueueAll(ctx context.Context) error {
-	c.queue.Add(owner.Key{Kind: owner.Cluster, Name: owner.ClusterName})
+	c.queue.Add(nb.Key{Kind: nb.Cluster, Name: nb.ClusterName})
 	nodes, err := c.nodes.List(labels.Everything())
 	if err != nil {
 		return err
 	}
 	for _, n := range nodes {
-		c.queue.Add(owner.Key{Kind: owner.Node, Name: n.Name})
+		c.queue.Add(nb.Key{Kind: nb.Node, Name: n.Name})
 	}
 	pods, err := c.pods.List(labels.Everything())
 	if err != nil {
 		return err
 	}
 	for _, p := range pods {
-		c.queue.Add(owner.Key{Kind: owner.Pod, Name: p.Namespace + "/" + p.Name})
+		c.queue.Add(nb.Key{Kind: nb.Pod, Name: p.Namespace + "/" + p.Name})
 	}
 	svcs, err := c.services.List(labels.Everything())
 	if err != nil {
 		return err
 	}
 	for _, s := range svcs {
-		c.queue.Add(owner.Key{Kind: owner.Service, Name: s.Namespace + "/" + s.Name})
+		c.queue.Add(nb.Key{Kind: nb.Service, Name: s.Namespace + "/" + s.Name})
 	}
 	rows, err := c.view.All(ctx)
 	if err != nil {
@@ -113,7 +112,7 @@ func (c *Controller) enqueueAll(ctx context.Context) error {
 // enqueueOwner enqueues the owner of NB row m, if it is one of ours of a kind we sync. Rows
 // of other kinds may belong to controllers this build does not have; they are left alone.
 func (c *Controller) enqueueOwner(m model.Model) {
-	if key, ours := nbsync.OwnerOf(m); ours && key.Known() {
+	if key, ours := nb.OwnerOf(m); ours && key.Known() {
 		c.queue.Add(key)
 	}
 }
@@ -126,7 +125,7 @@ func (c *Controller) enqueuePodsOn(node string) {
 		return
 	}
 	for _, o := range objs {
-		c.enqueueObject(owner.Pod, o)
+		c.enqueueObject(nb.Pod, o)
 	}
 }
 
@@ -154,7 +153,7 @@ func (h *nbHandler) OnAdd(table string, m model.Model) {
 }
 
 func (h *nbHandler) OnUpdate(table string, old, cur model.Model) {
-	if table == nbdb.NBGlobalTable || nbsync.ManagedEqual(old, cur) {
+	if table == nbdb.NBGlobalTable || nb.ManagedEqual(old, cur) {
 		return // only reference columns changed, e.g. another owner's port on our switch
 	}
 	h.c.enqueueOwner(old)

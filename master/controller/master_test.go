@@ -14,9 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/ovn-transparent/ovn-transparent/internal/annotations"
-	"github.com/ovn-transparent/ovn-transparent/master/nbsync"
-	"github.com/ovn-transparent/ovn-transparent/master/owner"
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
+	"github.com/ovn-transparent/ovn-transparent/master/nb"
 )
 
 // TestMaster runs the master against a real API server and a real NB/northd through the life
@@ -90,12 +89,12 @@ func (e *env) checkNodeTopology(subnets map[string]netip.Prefix) {
 // checkEveryRowOwned: every row of the tables the master writes carries its owner marks.
 func (e *env) checkEveryRowOwned() {
 	e.t.Helper()
-	for _, table := range nbsync.TableNames() {
-		if owner.Unmarked(table) {
+	for _, table := range nb.TableNames() {
+		if nb.Unmarked(table) {
 			continue // no external_ids column: owned by name
 		}
 		for _, line := range e.lines("--format=csv", "--data=bare", "--no-headings", "--columns=_uuid,external_ids", "list", table) {
-			for _, key := range []string{owner.KindKey, owner.NameKey, owner.RoleKey} {
+			for _, key := range []string{nb.KindKey, nb.NameKey, nb.RoleKey} {
 				if !strings.Contains(line, key+"=") {
 					e.t.Errorf("%s row without %s: %s", table, key, line)
 				}
@@ -115,7 +114,7 @@ func (e *env) checkPods(subnets map[string]netip.Prefix) map[string]netip.Addr {
 	if pa.IPs[0].Masked() != subnets["node1"] || pb.IPs[0].Masked() != subnets["node2"] || ipA == ipB {
 		e.t.Fatalf("pod addresses a=%s b=%s, node subnets %v", pa.IPs[0], pb.IPs[0], subnets)
 	}
-	if pa.MAC.String() != annotations.MACFromIP(ipA).String() || pa.Gateways[0] != subnets["node1"].Addr().Next() {
+	if pa.MAC.String() != contract.MACFromIP(ipA).String() || pa.Gateways[0] != subnets["node1"].Addr().Next() {
 		e.t.Errorf("pod a annotation %+v", pa)
 	}
 	e.waitPort("default_b", true)
@@ -126,7 +125,7 @@ func (e *env) checkPods(subnets map[string]netip.Prefix) map[string]netip.Addr {
 	})
 	flow := func(src netip.Addr) string {
 		return fmt.Sprintf(`inport == "default_a" && eth.src == %s && eth.dst == %s && ip4.src == %s && ip4.dst == %s && ip.ttl == 64 && tcp && tcp.src == 33333 && tcp.dst == 8080`,
-			pa.MAC, annotations.MACFromIP(pa.Gateways[0]), src, ipB)
+			pa.MAC, contract.MACFromIP(pa.Gateways[0]), src, ipB)
 	}
 	if out := e.trace("node1", flow(ipA)); !strings.Contains(out, `output("default_b")`) {
 		e.t.Errorf("pod a -> pod b across nodes does not reach default_b:\n%s", out)
@@ -220,5 +219,5 @@ func (e *env) podAnnotation(ns, name string) string {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return p.Annotations[annotations.PodNetworkKey]
+	return p.Annotations[contract.PodNetworkKey]
 }

@@ -17,10 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/ovn-transparent/ovn-transparent/internal/annotations"
-	"github.com/ovn-transparent/ovn-transparent/master/nbsync"
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
+	"github.com/ovn-transparent/ovn-transparent/master/nb"
 	"github.com/ovn-transparent/ovn-transparent/master/netpol"
-	"github.com/ovn-transparent/ovn-transparent/master/owner"
 	"github.com/ovn-transparent/ovn-transparent/master/topology"
 	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
 )
@@ -159,8 +158,8 @@ func (x *netpolIndex) namedEgressPolicies() []string {
 	return slices.Collect(maps.Keys(x.namedEgress))
 }
 
-func policyKey(name string) owner.Key { return owner.Key{Kind: owner.NetworkPolicy, Name: name} }
-func peerKey(name string) owner.Key   { return owner.Key{Kind: owner.NetworkPolicyPeer, Name: name} }
+func policyKey(name string) nb.Key { return nb.Key{Kind: nb.NetworkPolicy, Name: name} }
+func peerKey(name string) nb.Key   { return nb.Key{Kind: nb.NetworkPolicyPeer, Name: name} }
 
 // setUpNetpolInformers creates the NetworkPolicy and Namespace informers and the pod
 // handler that finds the policies and peers a pod change affects.
@@ -169,13 +168,13 @@ func (c *Controller) setUpNetpolInformers() error {
 	nsInf := c.factory.Core().V1().Namespaces()
 	c.policies, c.namespaces = polInf.Lister(), nsInf.Lister()
 	polReg, err := polInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { c.enqueueObject(owner.NetworkPolicy, obj) },
+		AddFunc: func(obj any) { c.enqueueObject(nb.NetworkPolicy, obj) },
 		UpdateFunc: func(old, cur any) {
 			if old.(*networkingv1.NetworkPolicy).ResourceVersion != cur.(*networkingv1.NetworkPolicy).ResourceVersion {
-				c.enqueueObject(owner.NetworkPolicy, cur)
+				c.enqueueObject(nb.NetworkPolicy, cur)
 			}
 		},
-		DeleteFunc: func(obj any) { c.enqueueObject(owner.NetworkPolicy, obj) },
+		DeleteFunc: func(obj any) { c.enqueueObject(nb.NetworkPolicy, obj) },
 	})
 	if err != nil {
 		return err
@@ -200,7 +199,7 @@ func (c *Controller) setUpNetpolInformers() error {
 			o, n := old.(*corev1.Pod), cur.(*corev1.Pod)
 			if !maps.Equal(o.Labels, n.Labels) || o.Status.Phase != n.Status.Phase ||
 				!slices.Equal(o.Status.PodIPs, n.Status.PodIPs) || o.UID != n.UID ||
-				o.Annotations[annotations.PodNetworkKey] != n.Annotations[annotations.PodNetworkKey] {
+				o.Annotations[contract.PodNetworkKey] != n.Annotations[contract.PodNetworkKey] {
 				c.podPolicyChanged(o, n)
 			}
 		},
@@ -353,7 +352,7 @@ func (c *Controller) npPod(ctx context.Context, p *corev1.Pod) (netpol.Pod, bool
 		}
 	}
 	if !out.IP.IsValid() {
-		if pn, err := annotations.ParsePodNetwork(p.Annotations[annotations.PodNetworkKey]); err == nil && len(pn.IPs) > 0 {
+		if pn, err := contract.ParsePodNetwork(p.Annotations[contract.PodNetworkKey]); err == nil && len(pn.IPs) > 0 {
 			out.IP = pn.IPs[0].Addr()
 		}
 	}
@@ -361,7 +360,7 @@ func (c *Controller) npPod(ctx context.Context, p *corev1.Pod) (netpol.Pod, bool
 		out.Ports = append(out.Ports, ctr.Ports...)
 	}
 	lsp := &nbdb.LogicalSwitchPort{Name: out.Port}
-	if err := c.nb.Get(ctx, lsp); err == nil && lsp.ExternalIDs[owner.NameKey] == p.Namespace+"/"+p.Name {
+	if err := c.nb.Get(ctx, lsp); err == nil && lsp.ExternalIDs[nb.NameKey] == p.Namespace+"/"+p.Name {
 		out.PortUUID = lsp.UUID
 	}
 	return out, true
@@ -505,7 +504,7 @@ func (c *Controller) syncPeer(ctx context.Context, key string) error {
 		_, err := c.apply(ctx, peerKey(key), nil)
 		return err
 	}
-	_, err := c.apply(ctx, peerKey(key), []nbsync.Row{netpol.PeerRow(peer, c.peerPods(ctx, peer))})
+	_, err := c.apply(ctx, peerKey(key), []nb.Row{netpol.PeerRow(peer, c.peerPods(ctx, peer))})
 	return err
 }
 
@@ -517,10 +516,10 @@ type npNBHandler struct {
 
 func (h npNBHandler) OnAdd(table string, m model.Model) {
 	lsp, ok := m.(*nbdb.LogicalSwitchPort)
-	if !ok || lsp.ExternalIDs[owner.RoleKey] != string(owner.PodPort) {
+	if !ok || lsp.ExternalIDs[nb.RoleKey] != string(nb.PodPort) {
 		return
 	}
-	ns, name, err := cache.SplitMetaNamespaceKey(lsp.ExternalIDs[owner.NameKey])
+	ns, name, err := cache.SplitMetaNamespaceKey(lsp.ExternalIDs[nb.NameKey])
 	if err != nil {
 		return
 	}
@@ -556,7 +555,7 @@ func (c *Controller) syncNetpolBatched(ctx context.Context) {
 		total += n
 		batch = nil
 	}
-	add := func(key owner.Key, rows []nbsync.Row) {
+	add := func(key nb.Key, rows []nb.Row) {
 		batch = append(batch, batchItem{key: key, rows: rows})
 		if len(batch) >= startupBatch {
 			flush()
@@ -564,7 +563,7 @@ func (c *Controller) syncNetpolBatched(ctx context.Context) {
 	}
 	for _, k := range c.np.allPeers() {
 		if peer, ok := c.np.peer(k); ok {
-			add(peerKey(k), []nbsync.Row{netpol.PeerRow(peer, c.peerPods(ctx, peer))})
+			add(peerKey(k), []nb.Row{netpol.PeerRow(peer, c.peerPods(ctx, peer))})
 		}
 	}
 	flush()

@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/ovn-transparent/ovn-transparent/internal/annotations"
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/master/netpol"
 	"github.com/ovn-transparent/ovn-transparent/master/topology"
 )
@@ -58,7 +58,7 @@ func (e *env) createLabelledPod(ns, name, node string, lbls map[string]string, p
 	pn := e.podNetwork(ns, name)
 	e.waitPort(topology.PodPortName(ns, name), true)
 	return npPod{ns: ns, name: name, ip: pn.IPs[0].Addr(), mac: pn.MAC.String(),
-		gwMAC: annotations.MACFromIP(pn.Gateways[0]).String()}
+		gwMAC: contract.MACFromIP(pn.Gateways[0]).String()}
 }
 
 func (e *env) labelPod(ns, name string, lbls string) {
@@ -173,7 +173,7 @@ func TestNetworkPolicy(t *testing.T) {
 
 	// The management port (kubelet probes) stays allowed.
 	mgmt := topology.ManagementIP(subnet)
-	ok, out := e.conn("new", nil, "k8s-node1", annotations.MACFromIP(mgmt).String(), mgmt, srv.mac, srv.ip, "tcp", 40000, 1234, "np1_srv")
+	ok, out := e.conn("new", nil, "k8s-node1", contract.MACFromIP(mgmt).String(), mgmt, srv.mac, srv.ip, "tcp", 40000, 1234, "np1_srv")
 	if !ok {
 		t.Errorf("management port -> srv blocked:\n%s", out)
 	}

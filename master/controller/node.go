@@ -10,15 +10,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/ovn-transparent/ovn-transparent/internal/annotations"
-	"github.com/ovn-transparent/ovn-transparent/master/owner"
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
+	"github.com/ovn-transparent/ovn-transparent/master/nb"
 	"github.com/ovn-transparent/ovn-transparent/master/topology"
 	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
 )
 
 // syncNode converges one node: its subnet (allocated, annotated) and its rows.
 func (c *Controller) syncNode(ctx context.Context, name string) error {
-	key := owner.Key{Kind: owner.Node, Name: name}
+	key := nb.Key{Kind: nb.Node, Name: name}
 	node, err := c.nodes.Get(name)
 	if apierrors.IsNotFound(err) {
 		return c.deleteNode(ctx, name)
@@ -32,9 +32,9 @@ func (c *Controller) syncNode(ctx context.Context, name string) error {
 		_, err := c.apply(ctx, key, nil)
 		return err
 	}
-	if node.Annotations[annotations.NodeSubnetKey] != subnet.String() {
+	if node.Annotations[contract.NodeSubnetKey] != subnet.String() {
 		// The annotation first: it is the durable record of the allocation.
-		if err := c.annotateNode(ctx, name, annotations.NodeSubnetKey, subnet.String()); err != nil {
+		if err := c.annotateNode(ctx, name, contract.NodeSubnetKey, subnet.String()); err != nil {
 			return fmt.Errorf("annotate node %s with subnet %s: %w", name, subnet, err)
 		}
 	}
@@ -46,14 +46,14 @@ func (c *Controller) syncNode(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	if slices.Contains(plan.Created, owner.NewID(owner.Node, name, owner.NodeSwitch)) {
+	if slices.Contains(plan.Created, nb.NewID(nb.Node, name, nb.NodeSwitch)) {
 		// Pods that waited for the switch can have their ports now.
 		c.enqueuePodsOn(name)
 	}
-	if slices.Contains(plan.Created, owner.NewID(owner.Node, name, owner.NodeSwitch)) ||
-		slices.Contains(plan.Created, owner.NewID(owner.Node, name, owner.GatewayRouter)) {
+	if slices.Contains(plan.Created, nb.NewID(nb.Node, name, nb.NodeSwitch)) ||
+		slices.Contains(plan.Created, nb.NewID(nb.Node, name, nb.GatewayRouter)) {
 		// The cluster load balancer group must hang on the new switch or router.
-		c.queue.Add(owner.Key{Kind: owner.Cluster, Name: owner.ClusterName})
+		c.queue.Add(nb.Key{Kind: nb.Cluster, Name: nb.ClusterName})
 	}
 	if !plan.Empty() {
 		// Per-node load balancers follow the node's switch, gateway router and address.
@@ -65,7 +65,7 @@ func (c *Controller) syncNode(ctx context.Context, name string) error {
 // deleteNode removes a deleted node's rows (its pods' ports go with its switch) and frees its
 // subnet, its join address and its pods' addresses.
 func (c *Controller) deleteNode(ctx context.Context, name string) error {
-	plan, err := c.apply(ctx, owner.Key{Kind: owner.Node, Name: name}, nil)
+	plan, err := c.apply(ctx, nb.Key{Kind: nb.Node, Name: name}, nil)
 	if err != nil {
 		return err
 	}
@@ -81,7 +81,7 @@ func (c *Controller) deleteNode(ctx context.Context, name string) error {
 		}
 		for _, n := range nodes {
 			if _, has := c.ipam.NodeSubnet(n.Name); !has {
-				c.enqueueObject(owner.Node, n)
+				c.enqueueObject(nb.Node, n)
 			}
 		}
 	}
@@ -95,8 +95,8 @@ func (c *Controller) nodeSubnet(ctx context.Context, node *corev1.Node) (netip.P
 	if p, ok := c.ipam.NodeSubnet(node.Name); ok {
 		return p, true
 	}
-	if s, has := node.Annotations[annotations.NodeSubnetKey]; has {
-		p, err := annotations.ParseNodeSubnet(s)
+	if s, has := node.Annotations[contract.NodeSubnetKey]; has {
+		p, err := contract.ParseNodeSubnet(s)
 		if err == nil {
 			err = c.ipam.ReserveNodeSubnet(node.Name, p)
 		}
@@ -120,16 +120,16 @@ func (c *Controller) nodeSubnet(ctx context.Context, node *corev1.Node) (netip.P
 
 // rememberedSubnet is the subnet in other_config:subnet of the node's switch in the NB.
 func (c *Controller) rememberedSubnet(ctx context.Context, node string) (netip.Prefix, bool) {
-	rows, err := c.view.Owned(ctx, owner.Key{Kind: owner.Node, Name: node})
+	rows, err := c.view.Owned(ctx, nb.Key{Kind: nb.Node, Name: node})
 	if err != nil {
 		return netip.Prefix{}, false
 	}
 	for _, m := range rows {
 		ls, ok := m.(*nbdb.LogicalSwitch)
-		if !ok || ls.ExternalIDs[owner.RoleKey] != string(owner.NodeSwitch) {
+		if !ok || ls.ExternalIDs[nb.RoleKey] != string(nb.NodeSwitch) {
 			continue
 		}
-		if p, err := annotations.ParseNodeSubnet(ls.OtherConfig["subnet"]); err == nil {
+		if p, err := contract.ParseNodeSubnet(ls.OtherConfig["subnet"]); err == nil {
 			return p, true
 		}
 	}
@@ -138,13 +138,13 @@ func (c *Controller) rememberedSubnet(ctx context.Context, node string) (netip.P
 
 // rememberedJoinIP is the address of the node's gateway router port on the join switch.
 func (c *Controller) rememberedJoinIP(ctx context.Context, node string) (netip.Addr, bool) {
-	rows, err := c.view.Owned(ctx, owner.Key{Kind: owner.Node, Name: node})
+	rows, err := c.view.Owned(ctx, nb.Key{Kind: nb.Node, Name: node})
 	if err != nil {
 		return netip.Addr{}, false
 	}
 	for _, m := range rows {
 		lrp, ok := m.(*nbdb.LogicalRouterPort)
-		if !ok || lrp.ExternalIDs[owner.RoleKey] != string(owner.GatewayJoinPort) || len(lrp.Networks) != 1 {
+		if !ok || lrp.ExternalIDs[nb.RoleKey] != string(nb.GatewayJoinPort) || len(lrp.Networks) != 1 {
 			continue
 		}
 		if p, err := netip.ParsePrefix(lrp.Networks[0]); err == nil {
@@ -158,11 +158,11 @@ func (c *Controller) rememberedJoinIP(ctx context.Context, node string) (netip.A
 // address. nil means no gateway router: the node agent has not published its chassis yet, or
 // what it published is unusable (an Event says so).
 func (c *Controller) nodeGateway(node *corev1.Node) *topology.Gateway {
-	s, has := node.Annotations[annotations.NodeChassisKey]
+	s, has := node.Annotations[contract.NodeChassisKey]
 	if !has {
 		return nil
 	}
-	info, err := annotations.ParseNodeChassis(s)
+	info, err := contract.ParseNodeChassis(s)
 	if err != nil {
 		c.warn(node, ReasonInvalidChassis, "no gateway router for this node: %v", err)
 		return nil

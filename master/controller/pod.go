@@ -10,9 +10,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/ovn-transparent/ovn-transparent/internal/annotations"
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/master/ipam"
-	"github.com/ovn-transparent/ovn-transparent/master/owner"
+	"github.com/ovn-transparent/ovn-transparent/master/nb"
 	"github.com/ovn-transparent/ovn-transparent/master/topology"
 )
 
@@ -55,13 +55,13 @@ func (c *Controller) syncPod(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	_, err = c.apply(ctx, owner.Key{Kind: owner.Pod, Name: key}, rows)
+	_, err = c.apply(ctx, nb.Key{Kind: nb.Pod, Name: key}, rows)
 	return err
 }
 
 // removePod deletes the pod's port, then frees its address.
 func (c *Controller) removePod(ctx context.Context, key string) error {
-	if _, err := c.apply(ctx, owner.Key{Kind: owner.Pod, Name: key}, nil); err != nil {
+	if _, err := c.apply(ctx, nb.Key{Kind: nb.Pod, Name: key}, nil); err != nil {
 		return err
 	}
 	if ip, ok := c.ipam.ReleasePod(key); ok {
@@ -76,7 +76,7 @@ func (c *Controller) removePod(ctx context.Context, key string) error {
 // as it is, since the pod may run with those addresses.
 func (c *Controller) podAddress(ctx context.Context, pod *corev1.Pod, subnet netip.Prefix) (netip.Addr, string, bool, error) {
 	key := pod.Namespace + "/" + pod.Name
-	if s, has := pod.Annotations[annotations.PodNetworkKey]; has {
+	if s, has := pod.Annotations[contract.PodNetworkKey]; has {
 		ip, mac, err := c.annotatedAddress(pod, s, subnet)
 		if err != nil {
 			return netip.Addr{}, "", false, nil
@@ -96,7 +96,7 @@ func (c *Controller) podAddress(ctx context.Context, pod *corev1.Pod, subnet net
 	if err != nil {
 		return netip.Addr{}, "", false, err
 	}
-	if err := c.annotatePod(ctx, pod, annotations.PodNetworkKey, value); err != nil {
+	if err := c.annotatePod(ctx, pod, contract.PodNetworkKey, value); err != nil {
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) || apierrors.IsInvalid(err) {
 			// Gone, or replaced by a new pod of the same name: its own events follow.
 			c.ipam.ReleasePod(key)
@@ -112,7 +112,7 @@ func (c *Controller) podAddress(ctx context.Context, pod *corev1.Pod, subnet net
 // pods' addresses, and holds its address for the pod.
 func (c *Controller) annotatedAddress(pod *corev1.Pod, value string, subnet netip.Prefix) (netip.Addr, string, error) {
 	key := pod.Namespace + "/" + pod.Name
-	pn, err := annotations.ParsePodNetwork(value)
+	pn, err := contract.ParsePodNetwork(value)
 	if err != nil {
 		c.warn(pod, ReasonInvalidPodNetwork, "%v; the pod's network is left as it is", err)
 		return netip.Addr{}, "", err

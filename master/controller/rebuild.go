@@ -10,8 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/ovn-transparent/ovn-transparent/internal/annotations"
-	"github.com/ovn-transparent/ovn-transparent/master/owner"
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
+	"github.com/ovn-transparent/ovn-transparent/master/nb"
 	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
 )
 
@@ -27,11 +27,11 @@ func (c *Controller) rebuild(ctx context.Context) error {
 	}
 	slices.SortFunc(nodes, func(a, b *corev1.Node) int { return cmp.Compare(a.Name, b.Name) })
 	for _, n := range nodes {
-		p, err := annotations.ParseNodeSubnet(n.Annotations[annotations.NodeSubnetKey])
+		p, err := contract.ParseNodeSubnet(n.Annotations[contract.NodeSubnetKey])
 		if err == nil {
 			err = c.ipam.ReserveNodeSubnet(n.Name, p)
 		}
-		if err != nil && n.Annotations[annotations.NodeSubnetKey] != "" {
+		if err != nil && n.Annotations[contract.NodeSubnetKey] != "" {
 			c.log.V(2).Info("Node subnet annotation not kept", "node", n.Name, "err", err)
 		}
 	}
@@ -71,10 +71,10 @@ func (c *Controller) rebuildOrphanPorts(ctx context.Context, nodes []*corev1.Nod
 	}
 	for _, m := range rows {
 		lsp, ok := m.(*nbdb.LogicalSwitchPort)
-		if !ok || lsp.ExternalIDs[owner.RoleKey] != string(owner.PodPort) || len(lsp.Addresses) != 1 {
+		if !ok || lsp.ExternalIDs[nb.RoleKey] != string(nb.PodPort) || len(lsp.Addresses) != 1 {
 			continue
 		}
-		key := lsp.ExternalIDs[owner.NameKey]
+		key := lsp.ExternalIDs[nb.NameKey]
 		if _, _, held := c.ipam.PodIP(key); held {
 			continue
 		}
@@ -113,11 +113,11 @@ func (c *Controller) rebuildPods() error {
 	})
 	kept := 0
 	for _, p := range pods {
-		s, has := p.Annotations[annotations.PodNetworkKey]
+		s, has := p.Annotations[contract.PodNetworkKey]
 		if !has || !wantsNetwork(p) {
 			continue
 		}
-		pn, err := annotations.ParsePodNetwork(s)
+		pn, err := contract.ParsePodNetwork(s)
 		if err != nil || len(pn.IPs) != 1 {
 			continue
 		}

@@ -14,9 +14,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/ovn-transparent/ovn-transparent/internal/annotations"
-	"github.com/ovn-transparent/ovn-transparent/master/nbsync"
-	"github.com/ovn-transparent/ovn-transparent/master/owner"
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
+	"github.com/ovn-transparent/ovn-transparent/master/nb"
 	"github.com/ovn-transparent/ovn-transparent/master/topology"
 	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
 )
@@ -31,10 +30,10 @@ func testConfig(cluster string) Config {
 // rowsView is an nbView over fixed rows.
 type rowsView []model.Model
 
-func (v rowsView) Owned(_ context.Context, k owner.Key) ([]model.Model, error) {
+func (v rowsView) Owned(_ context.Context, k nb.Key) ([]model.Model, error) {
 	var out []model.Model
 	for _, m := range v {
-		if key, ours := nbsync.OwnerOf(m); ours && key == k {
+		if key, ours := nb.OwnerOf(m); ours && key == k {
 			out = append(out, m)
 		}
 	}
@@ -48,7 +47,7 @@ func annotatedPod(name, node, ip string, phase corev1.PodPhase) *corev1.Pod {
 	subnet := netip.MustParsePrefix(ip + "/24").Masked()
 	v, _ := topology.PodNetwork(subnet, netip.MustParseAddr(ip)).Marshal()
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Annotations: map[string]string{annotations.PodNetworkKey: v}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Annotations: map[string]string{contract.PodNetworkKey: v}},
 		Spec:       corev1.PodSpec{NodeName: node},
 		Status:     corev1.PodStatus{Phase: phase},
 	}
@@ -60,7 +59,7 @@ func TestRebuildBeforeAllocating(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	objs := []runtime.Object{
-		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node1", Annotations: map[string]string{annotations.NodeSubnetKey: "10.244.5.0/24"}}},
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node1", Annotations: map[string]string{contract.NodeSubnetKey: "10.244.5.0/24"}}},
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node2"}}, // its NB switch remembers its subnet
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node3"}},
 		annotatedPod("running", "node1", "10.244.5.3", corev1.PodRunning),
@@ -74,9 +73,9 @@ func TestRebuildBeforeAllocating(t *testing.T) {
 	}
 	c.view = rowsView{
 		&nbdb.LogicalSwitch{UUID: "u1", Name: "node2", OtherConfig: map[string]string{"subnet": "10.244.7.0/24"},
-			ExternalIDs: owner.NewID(owner.Node, "node2", owner.NodeSwitch).ExternalIDs()},
+			ExternalIDs: nb.NewID(nb.Node, "node2", nb.NodeSwitch).ExternalIDs()},
 		&nbdb.LogicalRouterPort{UUID: "u2", Name: "rtoj-GR_node1", Networks: []string{"100.64.0.7/16"},
-			ExternalIDs: owner.NewID(owner.Node, "node1", owner.GatewayJoinPort).ExternalIDs()},
+			ExternalIDs: nb.NewID(nb.Node, "node1", nb.GatewayJoinPort).ExternalIDs()},
 	}
 	c.factory.Start(ctx.Done())
 	defer func() { cancel(); c.factory.Shutdown() }()
@@ -113,7 +112,7 @@ func TestRebuildKeepsOrphanPortAddresses(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	objs := []runtime.Object{
-		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node1", Annotations: map[string]string{annotations.NodeSubnetKey: "10.244.5.0/24"}}},
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node1", Annotations: map[string]string{contract.NodeSubnetKey: "10.244.5.0/24"}}},
 		annotatedPod("done", "node1", "10.244.5.4", corev1.PodSucceeded),
 	}
 	c, err := New(testConfig("10.244.0.0/16"), fake.NewClientset(objs...), nil, record.NewFakeRecorder(10), logr.Discard())
@@ -122,7 +121,7 @@ func TestRebuildKeepsOrphanPortAddresses(t *testing.T) {
 	}
 	port := func(key, addr string) *nbdb.LogicalSwitchPort {
 		return &nbdb.LogicalSwitchPort{UUID: "u-" + key, Name: key, Addresses: []string{addr},
-			ExternalIDs: owner.NewID(owner.Pod, key, owner.PodPort).ExternalIDs()}
+			ExternalIDs: nb.NewID(nb.Pod, key, nb.PodPort).ExternalIDs()}
 	}
 	c.view = rowsView{
 		port("ns/gone", "0a:58:0a:f4:05:03 10.244.5.3"), // pod deleted while the master was down

@@ -13,20 +13,19 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/ovn-transparent/ovn-transparent/internal/annotations"
-	"github.com/ovn-transparent/ovn-transparent/master/nbsync"
-	"github.com/ovn-transparent/ovn-transparent/master/owner"
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
+	"github.com/ovn-transparent/ovn-transparent/master/nb"
 )
 
 // ownedRows maps the UUID of every row carrying an owner kind to its marks.
 func (e *env) ownedRows() map[string]string {
 	e.t.Helper()
 	rows := map[string]string{}
-	for _, table := range nbsync.TableNames() {
-		if owner.Unmarked(table) {
+	for _, table := range nb.TableNames() {
+		if nb.Unmarked(table) {
 			for _, line := range e.lines("--format=csv", "--data=bare", "--no-headings", "--columns=_uuid,name", "list", table) {
 				uuid, name, _ := strings.Cut(line, ",")
-				if id, ok := owner.FromName(table, name); ok {
+				if id, ok := nb.FromName(table, name); ok {
 					rows[uuid] = fmt.Sprintf("%s %s %s %s", table, id.Kind, id.Name, id.Role)
 				}
 			}
@@ -39,8 +38,8 @@ func (e *env) ownedRows() map[string]string {
 				k, v, _ := strings.Cut(kv, "=")
 				marks[k] = v
 			}
-			if kind, ok := marks[owner.KindKey]; ok {
-				rows[uuid] = fmt.Sprintf("%s %s %s %s %s", table, kind, marks[owner.NameKey], marks[owner.RoleKey], marks[owner.ScopeKey])
+			if kind, ok := marks[nb.KindKey]; ok {
+				rows[uuid] = fmt.Sprintf("%s %s %s %s %s", table, kind, marks[nb.NameKey], marks[nb.RoleKey], marks[nb.ScopeKey])
 			}
 		}
 	}
@@ -61,9 +60,9 @@ func (e *env) settle(m *master) {
 	})
 }
 
-func markArgs(table, name string, kind owner.Kind, ownerName string, role owner.Role) []string {
+func markArgs(table, name string, kind nb.Kind, ownerName string, role nb.Role) []string {
 	args := []string{"--", "set", table, name}
-	for k, v := range owner.NewID(kind, ownerName, role).ExternalIDs() {
+	for k, v := range nb.NewID(kind, ownerName, role).ExternalIDs() {
 		args = append(args, fmt.Sprintf("external_ids:%s=%s", k, v))
 	}
 	return args
@@ -79,14 +78,14 @@ func (e *env) checkRestart(m *master, cfg Config, subnets map[string]netip.Prefi
 	annC := e.podAnnotation("default", "c")
 	m.stop()
 
-	e.nbctl(append([]string{"ls-add", "ghost"}, markArgs("logical_switch", "ghost", owner.Node, "ghost", owner.NodeSwitch)...)...)
+	e.nbctl(append([]string{"ls-add", "ghost"}, markArgs("logical_switch", "ghost", nb.Node, "ghost", nb.NodeSwitch)...)...)
 	e.nbctl("ls-add", "operator-sw")
 	e.nbctl("lsp-add", "node1", "operator-port")
 	e.deletePod("default", "d")
 	e.createPod("default", "z", "node1", nil)
 
 	m2 := e.startMaster(cfg)
-	pc, err := annotations.ParsePodNetwork(annC)
+	pc, err := contract.ParsePodNetwork(annC)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -12,10 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/ovn-transparent/ovn-transparent/internal/annotations"
-	"github.com/ovn-transparent/ovn-transparent/master/nbsync"
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
+	"github.com/ovn-transparent/ovn-transparent/master/nb"
 	"github.com/ovn-transparent/ovn-transparent/master/netpol"
-	"github.com/ovn-transparent/ovn-transparent/master/owner"
 	"github.com/ovn-transparent/ovn-transparent/master/services"
 	"github.com/ovn-transparent/ovn-transparent/master/topology"
 )
@@ -38,21 +37,21 @@ func (c *Controller) setUpServiceInformers() ([]cache.InformerSynced, error) {
 	}
 	c.services, c.slicesIdx = svcInf.Lister(), sliceInf.Informer().GetIndexer()
 	svcReg, err := svcInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { c.enqueueObject(owner.Service, obj) },
+		AddFunc: func(obj any) { c.enqueueObject(nb.Service, obj) },
 		UpdateFunc: func(old, cur any) {
 			o, n := old.(*corev1.Service), cur.(*corev1.Service)
 			if !reflect.DeepEqual(o.Spec, n.Spec) || !reflect.DeepEqual(o.Status, n.Status) || !reflect.DeepEqual(o.Labels, n.Labels) {
-				c.enqueueObject(owner.Service, cur)
+				c.enqueueObject(nb.Service, cur)
 			}
 		},
-		DeleteFunc: func(obj any) { c.enqueueObject(owner.Service, obj) },
+		DeleteFunc: func(obj any) { c.enqueueObject(nb.Service, obj) },
 	})
 	if err != nil {
 		return nil, err
 	}
 	enqueueSlice := func(obj any) {
 		if k, ok := sliceService(obj); ok {
-			c.queue.Add(owner.Key{Kind: owner.Service, Name: k})
+			c.queue.Add(nb.Key{Kind: nb.Service, Name: k})
 		}
 	}
 	sliceReg, err := sliceInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -91,13 +90,13 @@ func (c *Controller) syncService(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	_, err = c.apply(ctx, owner.Key{Kind: owner.Service, Name: key}, rows)
+	_, err = c.apply(ctx, nb.Key{Kind: nb.Service, Name: key}, rows)
 	return err
 }
 
 // serviceRows returns the rows Service key wants (none if it is gone or not ours), and
 // reports its problems as Events.
-func (c *Controller) serviceRows(key string) ([]nbsync.Row, error) {
+func (c *Controller) serviceRows(key string) ([]nb.Row, error) {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
 		return nil, nil
@@ -143,7 +142,7 @@ func (c *Controller) serviceNodes() ([]services.Node, error) {
 	for _, n := range list {
 		sn := services.Node{Name: n.Name}
 		_, sn.HasSwitch = c.ipam.NodeSubnet(n.Name)
-		if info, err := annotations.ParseNodeChassis(n.Annotations[annotations.NodeChassisKey]); err == nil {
+		if info, err := contract.ParseNodeChassis(n.Annotations[contract.NodeChassisKey]); err == nil {
 			if p, err := netip.ParsePrefix(info.NodeIP); err == nil && p.Addr().Is4() {
 				if _, ok := c.ipam.JoinIP(n.Name); ok {
 					sn.IP = p.Addr()
@@ -165,28 +164,28 @@ func (c *Controller) enqueueLocalServices() {
 	}
 	for _, s := range list {
 		if services.HasLocalPolicy(s) {
-			c.queue.Add(owner.Key{Kind: owner.Service, Name: s.Namespace + "/" + s.Name})
+			c.queue.Add(nb.Key{Kind: nb.Service, Name: s.Namespace + "/" + s.Name})
 		}
 	}
 }
 
 // clusterRows are the Cluster's rows: the shared topology and the load balancer group,
 // referenced by every node switch and gateway router in the NB.
-func (c *Controller) clusterRows(ctx context.Context) ([]nbsync.Row, error) {
+func (c *Controller) clusterRows(ctx context.Context) ([]nb.Row, error) {
 	nodes, err := c.nodes.List(labels.Everything())
 	if err != nil {
 		return nil, err
 	}
-	var refs []owner.ID
+	var refs []nb.ID
 	for _, n := range nodes {
-		rows, err := c.view.Owned(ctx, owner.Key{Kind: owner.Node, Name: n.Name})
+		rows, err := c.view.Owned(ctx, nb.Key{Kind: nb.Node, Name: n.Name})
 		if err != nil {
 			return nil, err
 		}
-		for _, role := range []owner.Role{owner.NodeSwitch, owner.GatewayRouter} {
-			id := owner.NewID(owner.Node, n.Name, role)
+		for _, role := range []nb.Role{nb.NodeSwitch, nb.GatewayRouter} {
+			id := nb.NewID(nb.Node, n.Name, role)
 			for _, m := range rows {
-				if k, ok := nbsync.IDOf(m); ok && k == id {
+				if k, ok := nb.IDOf(m); ok && k == id {
 					refs = append(refs, id)
 					break
 				}

@@ -17,8 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/ovn-transparent/ovn-transparent/internal/annotations"
-	"github.com/ovn-transparent/ovn-transparent/master/owner"
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
+	"github.com/ovn-transparent/ovn-transparent/master/nb"
 )
 
 // TestServices runs the master against a real API server and NB/northd with Services and
@@ -70,14 +70,14 @@ func TestServices(t *testing.T) {
 		}
 	}
 	// One group holds the cluster LBs; every node switch and gateway router references it.
-	group := e.nbctl("--bare", "--columns=load_balancer", "find", "load_balancer_group", "name="+owner.ClusterLBGroupName)
+	group := e.nbctl("--bare", "--columns=load_balancer", "find", "load_balancer_group", "name="+nb.ClusterLBGroupName)
 	for _, lb := range []string{"web_TCP", "web_UDP", "web_SCTP"} {
 		uuid := e.nbctl("--bare", "--columns=_uuid", "find", "load_balancer", "name=Service_default/"+lb+"_cluster")
 		if !strings.Contains(group, uuid) {
 			t.Errorf("%s (%s) not in the group %q", lb, uuid, group)
 		}
 	}
-	groupUUID := e.nbctl("--bare", "--columns=_uuid", "find", "load_balancer_group", "name="+owner.ClusterLBGroupName)
+	groupUUID := e.nbctl("--bare", "--columns=_uuid", "find", "load_balancer_group", "name="+nb.ClusterLBGroupName)
 	for _, row := range []string{"logical_switch node1", "logical_switch node2", "logical_router GR_node1", "logical_router GR_node2"} {
 		f := strings.Fields(row)
 		e.eventually(row+" references the group", func() (bool, string) {
@@ -86,7 +86,7 @@ func TestServices(t *testing.T) {
 		})
 	}
 	// ovn-trace: pod a reaches each backend through the VIP, over every protocol; hairpin too.
-	gwMAC := annotations.MACFromIP(pa.Gateways[0])
+	gwMAC := contract.MACFromIP(pa.Gateways[0])
 	flow := func(dst, l4 string) string {
 		return fmt.Sprintf(`inport == "default_a" && eth.src == %s && eth.dst == %s && ip4.src == %s && ip4.dst == %s && ip.ttl == 64 && %s`,
 			pa.MAC, gwMAC, ipA, dst, l4)

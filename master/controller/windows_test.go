@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/ovn-transparent/ovn-transparent/master/owner"
+	"github.com/ovn-transparent/ovn-transparent/master/nb"
 	"github.com/ovn-transparent/ovn-transparent/master/topology"
 )
 
@@ -95,7 +95,7 @@ func TestWindowsNodeSameAsLinux(t *testing.T) {
 	})
 	// The same policy selects pods on both nodes: one port group holds both.
 	e.eventually("one port group for both nodes' pods", func() (bool, string) {
-		pg := e.nbctl("--bare", "--columns=ports", "find", "port_group", `external_ids:"`+owner.NameKey+`"="default/srv-from-cli"`)
+		pg := e.nbctl("--bare", "--columns=ports", "find", "port_group", `external_ids:"`+nb.NameKey+`"="default/srv-from-cli"`)
 		n := len(strings.Fields(pg))
 		return n == 2, pg
 	})
@@ -135,7 +135,7 @@ var (
 func (e *env) nodeRows(table, node string) []string {
 	e.t.Helper()
 	out := e.nbctl("--format=csv", "--no-headings", "--data=bare", "find", table,
-		fmt.Sprintf(`external_ids:"%s"="%s"`, owner.NameKey, node), fmt.Sprintf(`external_ids:"%s"=Node`, owner.KindKey))
+		fmt.Sprintf(`external_ids:"%s"="%s"`, nb.NameKey, node), fmt.Sprintf(`external_ids:"%s"=Node`, nb.KindKey))
 	var rows []string
 	for _, l := range strings.Split(out, "\n") {
 		if l == "" {

@@ -15,8 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/ovn-transparent/ovn-transparent/master/nbsync"
-	"github.com/ovn-transparent/ovn-transparent/master/owner"
+	"github.com/ovn-transparent/ovn-transparent/master/nb"
 	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
 )
 
@@ -119,7 +118,7 @@ func (p Peer) Selects(ns Namespace, pod Pod) bool {
 
 // PeerRow is the address set of peer, holding the addresses of pods (those the peer
 // selects; the caller filters).
-func PeerRow(p Peer, pods []Pod) nbsync.Row {
+func PeerRow(p Peer, pods []Pod) nb.Row {
 	var addrs []string
 	for _, pod := range pods {
 		if pod.IP.IsValid() {
@@ -128,8 +127,8 @@ func PeerRow(p Peer, pods []Pod) nbsync.Row {
 	}
 	slices.Sort(addrs)
 	addrs = slices.Compact(addrs)
-	return nbsync.Row{
-		ID: owner.NewID(owner.NetworkPolicyPeer, p.Key(), owner.PeerAddresses),
+	return nb.Row{
+		ID: nb.NewID(nb.NetworkPolicyPeer, p.Key(), nb.PeerAddresses),
 		Model: &nbdb.AddressSet{
 			Name:        p.AddressSetName(),
 			Addresses:   addrs,

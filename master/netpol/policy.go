@@ -19,8 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/ovn-transparent/ovn-transparent/master/nbsync"
-	"github.com/ovn-transparent/ovn-transparent/master/owner"
+	"github.com/ovn-transparent/ovn-transparent/master/nb"
 	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
 )
 
@@ -73,12 +72,12 @@ const MeterName = "acl-logging"
 
 // MeterRows are the cluster's meter for logged ACLs: MeterRate messages per second, with
 // bursts of MeterBurst.
-func MeterRows() []nbsync.Row {
-	meter := owner.NewID(owner.Cluster, owner.ClusterName, owner.ACLLogMeter)
+func MeterRows() []nb.Row {
+	meter := nb.NewID(nb.Cluster, nb.ClusterName, nb.ACLLogMeter)
 	fair := true
-	return []nbsync.Row{
+	return []nb.Row{
 		{ID: meter, Model: &nbdb.Meter{Name: MeterName, Unit: nbdb.MeterUnitPktps, Fair: &fair}},
-		{ID: owner.NewID(owner.Cluster, owner.ClusterName, owner.ACLLogMeterBand), Parent: meter,
+		{ID: nb.NewID(nb.Cluster, nb.ClusterName, nb.ACLLogMeterBand), Parent: meter,
 			Model: &nbdb.MeterBand{Action: nbdb.MeterBandActionDrop, Rate: MeterRate, BurstSize: MeterBurst}},
 	}
 }
@@ -107,7 +106,7 @@ type Input struct {
 
 // Output is one policy's rows.
 type Output struct {
-	Rows []nbsync.Row
+	Rows []nb.Row
 	// Peers are the address sets the ACLs reference; they must exist before the ACLs.
 	Peers []Peer
 	// Selected are the pods the policy selects.
@@ -211,9 +210,9 @@ func ManagementMatch(cluster netip.Prefix, nodeBits int) string {
 type translator struct {
 	in       Input
 	key      string
-	pg       owner.ID
+	pg       nb.ID
 	pgName   string
-	acls     []nbsync.Row
+	acls     []nb.Row
 	peers    []Peer
 	selected []Pod
 }
@@ -224,7 +223,7 @@ type translator struct {
 func Translate(in Input) (Output, error) {
 	p := in.Policy
 	t := &translator{in: in, key: PolicyName(p), pgName: PortGroupName(PolicyName(p))}
-	t.pg = owner.NewID(owner.NetworkPolicy, t.key, owner.PolicyPods)
+	t.pg = nb.NewID(nb.NetworkPolicy, t.key, nb.PolicyPods)
 	sel, selErr := metav1.LabelSelectorAsSelector(&p.Spec.PodSelector)
 	if selErr == nil {
 		for _, pod := range in.Pods {
@@ -248,10 +247,10 @@ func Translate(in Input) (Output, error) {
 	if err != nil {
 		t.acls, t.peers = denyOnly, nil
 	}
-	return Output{Rows: append([]nbsync.Row{t.pgRow()}, t.acls...), Peers: t.peers, Selected: t.selected}, err
+	return Output{Rows: append([]nb.Row{t.pgRow()}, t.acls...), Peers: t.peers, Selected: t.selected}, err
 }
 
-func (t *translator) pgRow() nbsync.Row {
+func (t *translator) pgRow() nb.Row {
 	var ports []string
 	for _, pod := range t.selected {
 		if pod.PortUUID != "" {
@@ -259,7 +258,7 @@ func (t *translator) pgRow() nbsync.Row {
 		}
 	}
 	slices.Sort(ports)
-	return nbsync.Row{ID: t.pg, Model: &nbdb.PortGroup{
+	return nb.Row{ID: t.pg, Model: &nbdb.PortGroup{
 		Name:        t.pgName,
 		Ports:       ports,
 		ExternalIDs: map[string]string{PolicyKey: t.key},
@@ -289,8 +288,8 @@ func (t *translator) acl(rule string, egress bool, priority int, action, match s
 		meter := MeterName
 		a.Meter = &meter
 	}
-	t.acls = append(t.acls, nbsync.Row{
-		ID:     owner.NewID(owner.NetworkPolicy, t.key, owner.PolicyACL).WithScope(rule),
+	t.acls = append(t.acls, nb.Row{
+		ID:     nb.NewID(nb.NetworkPolicy, t.key, nb.PolicyACL).WithScope(rule),
 		Model:  a,
 		Parent: t.pg,
 	})

@@ -15,8 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 
-	"github.com/ovn-transparent/ovn-transparent/master/nbsync"
-	"github.com/ovn-transparent/ovn-transparent/master/owner"
+	"github.com/ovn-transparent/ovn-transparent/master/nb"
 	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
 )
 
@@ -101,7 +100,7 @@ func (e endpoint) backend() string { return netip.AddrPortFrom(e.ip, uint16(e.po
 // Rows returns the load balancer rows svc wants, given its EndpointSlices and the nodes,
 // and the problems found in its spec. Rows are sorted by ID so that equal inputs give equal
 // output.
-func Rows(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, nodes []Node) ([]nbsync.Row, []Problem) {
+func Rows(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, nodes []Node) ([]nb.Row, []Problem) {
 	if !Wanted(svc) {
 		return nil, nil
 	}
@@ -139,10 +138,10 @@ func Rows(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, nodes []Node) (
 		proto string
 		vips  map[string]string
 		opts  map[string]string
-		refs  []owner.ID
+		refs  []nb.ID
 	}
-	lbs := map[owner.ID]*lb{}
-	get := func(id owner.ID, name, proto string, opts map[string]string, refs ...owner.ID) *lb {
+	lbs := map[nb.ID]*lb{}
+	get := func(id nb.ID, name, proto string, opts map[string]string, refs ...nb.ID) *lb {
 		if l, ok := lbs[id]; ok {
 			return l
 		}
@@ -160,14 +159,14 @@ func Rows(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, nodes []Node) (
 		all := endpointsFor(sp, eps)
 		backends := join(usable(all, svc.Spec.PublishNotReadyAddresses))
 		upper := strings.ToUpper(proto)
-		clusterID := owner.NewID(owner.Service, key, owner.ServiceClusterLB).WithScope(proto)
+		clusterID := nb.NewID(nb.Service, key, nb.ServiceClusterLB).WithScope(proto)
 		clusterOpts := maps.Clone(options)
 		// A VIP without backends answers with a TCP reset or ICMP unreachable rather than
 		// letting the client wait for a timeout.
 		clusterOpts["reject"] = "true"
 		clusterOpts["event"] = "false"
 		cl := get(clusterID, fmt.Sprintf("Service_%s_%s_cluster", key, upper), proto, clusterOpts,
-			owner.NewID(owner.Cluster, owner.ClusterName, owner.ClusterLBGroup))
+			nb.NewID(nb.Cluster, nb.ClusterName, nb.ClusterLBGroup))
 		if !itpLocal {
 			for _, ip := range clusterIPs {
 				cl.vips[vip(ip, sp.Port)] = backends
@@ -189,13 +188,13 @@ func Rows(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, nodes []Node) (
 		for _, n := range nodes {
 			local := join(usable(onNode(all, n.Name), svc.Spec.PublishNotReadyAddresses))
 			if etpLocal && n.IP.IsValid() {
-				id := owner.NewID(owner.Service, key, owner.ServiceNodeRouterLB).WithScope(proto + "/" + n.Name)
+				id := nb.NewID(nb.Service, key, nb.ServiceNodeRouterLB).WithScope(proto + "/" + n.Name)
 				opts := maps.Clone(options)
 				// The client's address reaches the pod: with only this node's endpoints
 				// behind the VIP, replies come back through this GR without force SNAT.
 				opts["skip_snat"] = "true"
 				l := get(id, fmt.Sprintf("Service_%s_%s_node_router_%s", key, upper, n.Name), proto, opts,
-					owner.NewID(owner.Node, n.Name, owner.GatewayRouter))
+					nb.NewID(nb.Node, n.Name, nb.GatewayRouter))
 				if nodePorts && sp.NodePort != 0 {
 					// From outside, through the bridge's rewrite; from this node's pods,
 					// routed to their GR with the node IP unchanged.
@@ -207,26 +206,26 @@ func Rows(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, nodes []Node) (
 				}
 			}
 			if itpLocal && n.HasSwitch {
-				id := owner.NewID(owner.Service, key, owner.ServiceNodeSwitchLB).WithScope(proto + "/" + n.Name)
+				id := nb.NewID(nb.Service, key, nb.ServiceNodeSwitchLB).WithScope(proto + "/" + n.Name)
 				l := get(id, fmt.Sprintf("Service_%s_%s_node_switch_%s", key, upper, n.Name), proto, maps.Clone(options),
-					owner.NewID(owner.Node, n.Name, owner.NodeSwitch))
+					nb.NewID(nb.Node, n.Name, nb.NodeSwitch))
 				for _, ip := range clusterIPs {
 					l.vips[vip(ip, sp.Port)] = local
 				}
 			}
 		}
 	}
-	var rows []nbsync.Row
+	var rows []nb.Row
 	for id, l := range lbs {
 		if len(l.vips) == 0 {
 			continue
 		}
 		p := l.proto
-		rows = append(rows, nbsync.Row{ID: id, ReferencedBy: l.refs, Model: &nbdb.LoadBalancer{
+		rows = append(rows, nb.Row{ID: id, ReferencedBy: l.refs, Model: &nbdb.LoadBalancer{
 			Name: l.name, Protocol: &p, Vips: l.vips, Options: l.opts,
 		}})
 	}
-	slices.SortFunc(rows, func(a, b nbsync.Row) int { return cmp.Compare(a.ID.String(), b.ID.String()) })
+	slices.SortFunc(rows, func(a, b nb.Row) int { return cmp.Compare(a.ID.String(), b.ID.String()) })
 	return rows, problems
 }
 

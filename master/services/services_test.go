@@ -13,8 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/ovn-transparent/ovn-transparent/master/nbsync"
-	"github.com/ovn-transparent/ovn-transparent/master/owner"
+	"github.com/ovn-transparent/ovn-transparent/master/nb"
 	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
 )
 
@@ -54,7 +53,7 @@ var nodes = []Node{
 }
 
 // lbs returns the rows by "role scope" with their VIPs.
-func lbs(t *testing.T, rows []nbsync.Row) map[string]*nbdb.LoadBalancer {
+func lbs(t *testing.T, rows []nb.Row) map[string]*nbdb.LoadBalancer {
 	t.Helper()
 	out := map[string]*nbdb.LoadBalancer{}
 	for _, r := range rows {
@@ -102,7 +101,7 @@ func TestClusterIPMultiPortMultiProtocol(t *testing.T) {
 		t.Errorf("options %v", tcp.Options)
 	}
 	for _, r := range rows {
-		if len(r.ReferencedBy) != 1 || r.ReferencedBy[0].Role != owner.ClusterLBGroup {
+		if len(r.ReferencedBy) != 1 || r.ReferencedBy[0].Role != nb.ClusterLBGroup {
 			t.Errorf("%s referenced by %v", r.ID, r.ReferencedBy)
 		}
 	}
@@ -201,7 +200,7 @@ func TestExternalTrafficPolicyLocal(t *testing.T) {
 		t.Errorf("node2 LB %+v", n2)
 	}
 	for _, r := range rows {
-		if r.ID.Scope == "tcp/node1" && (len(r.ReferencedBy) != 1 || r.ReferencedBy[0] != owner.NewID(owner.Node, "node1", owner.GatewayRouter)) {
+		if r.ID.Scope == "tcp/node1" && (len(r.ReferencedBy) != 1 || r.ReferencedBy[0] != nb.NewID(nb.Node, "node1", nb.GatewayRouter)) {
 			t.Errorf("node1 LB referenced by %v", r.ReferencedBy)
 		}
 	}

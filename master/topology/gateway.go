@@ -4,14 +4,13 @@ import (
 	"fmt"
 	"net/netip"
 
-	"github.com/ovn-transparent/ovn-transparent/master/nbsync"
-	"github.com/ovn-transparent/ovn-transparent/master/owner"
+	"github.com/ovn-transparent/ovn-transparent/master/nb"
 	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
 )
 
 // gatewayRows are the rows of n's gateway router GR_<node>, which shares the node's IP and
 // MAC on the physical network (shared gateway).
-func gatewayRows(cfg Config, n Node) ([]nbsync.Row, error) {
+func gatewayRows(cfg Config, n Node) ([]nb.Row, error) {
 	g := n.Gateway
 	if !cfg.JoinSubnet.Contains(g.JoinIP) || g.JoinIP == nth(cfg.JoinSubnet, 0) || g.JoinIP == cfg.ClusterRouterJoinIP() {
 		return nil, fmt.Errorf("topology: node %s: join IP %s is not a gateway address of %s", n.Name, g.JoinIP, cfg.JoinSubnet)
@@ -19,16 +18,16 @@ func gatewayRows(cfg Config, n Node) ([]nbsync.Row, error) {
 	if g.ChassisID == "" || !g.NodeIP.Addr().Is4() || g.MAC == "" {
 		return nil, fmt.Errorf("topology: node %s: incomplete gateway %+v", n.Name, *g)
 	}
-	id := func(r owner.Role) owner.ID { return owner.NewID(owner.Node, n.Name, r) }
-	clusterRouter := owner.NewID(owner.Cluster, owner.ClusterName, owner.ClusterRouter)
-	joinSwitch := owner.NewID(owner.Cluster, owner.ClusterName, owner.JoinSwitch)
+	id := func(r nb.Role) nb.ID { return nb.NewID(nb.Node, n.Name, r) }
+	clusterRouter := nb.NewID(nb.Cluster, nb.ClusterName, nb.ClusterRouter)
+	joinSwitch := nb.NewID(nb.Cluster, nb.ClusterName, nb.JoinSwitch)
 	gr := GatewayRouterName(n.Name)
 	rtoj, rtoe := "rtoj-"+gr, "rtoe-"+gr
 	joinHost := netip.PrefixFrom(g.JoinIP, 32).String()
 	srcIP := nbdb.LogicalRouterStaticRoutePolicySrcIP
 
-	rows := []nbsync.Row{
-		{ID: id(owner.GatewayRouter), Model: &nbdb.LogicalRouter{Name: gr, Options: map[string]string{
+	rows := []nb.Row{
+		{ID: id(nb.GatewayRouter), Model: &nbdb.LogicalRouter{Name: gr, Options: map[string]string{
 			"chassis": g.ChassisID,
 			// Load-balanced traffic (NodePorts) is also SNATed to the address of the GR port
 			// it leaves by (the join IP towards pods), so that a backend on any node answers
@@ -42,32 +41,32 @@ func gatewayRows(cfg Config, n Node) ([]nbsync.Row, error) {
 			"dynamic_neigh_routers":         "true",
 		}}},
 		{
-			ID:     id(owner.GatewayJoinPort),
+			ID:     id(nb.GatewayJoinPort),
 			Model:  &nbdb.LogicalRouterPort{Name: rtoj, MAC: mac(g.JoinIP), Networks: []string{prefix(g.JoinIP, cfg.JoinSubnet)}},
-			Parent: id(owner.GatewayRouter),
+			Parent: id(nb.GatewayRouter),
 		},
-		{ID: id(owner.JoinSwitchGatewayPort), Model: routerTypePort("jtor-"+gr, rtoj, "router", nil), Parent: joinSwitch},
-		{ID: id(owner.ExternalSwitch), Model: &nbdb.LogicalSwitch{Name: ExternalSwitchName(n.Name)}},
+		{ID: id(nb.JoinSwitchGatewayPort), Model: routerTypePort("jtor-"+gr, rtoj, "router", nil), Parent: joinSwitch},
+		{ID: id(nb.ExternalSwitch), Model: &nbdb.LogicalSwitch{Name: ExternalSwitchName(n.Name)}},
 		{
-			ID:     id(owner.GatewayExternalPort),
+			ID:     id(nb.GatewayExternalPort),
 			Model:  &nbdb.LogicalRouterPort{Name: rtoe, MAC: g.MAC, Networks: []string{g.NodeIP.String()}},
-			Parent: id(owner.GatewayRouter),
+			Parent: id(nb.GatewayRouter),
 		},
 		{
 			// nat-addresses=router: the switch side announces the GR's NAT addresses (the
 			// node IP) with gratuitous ARP, so the physical network learns where they are.
-			ID:     id(owner.ExternalSwitchGWPort),
+			ID:     id(nb.ExternalSwitchGWPort),
 			Model:  routerTypePort("etor-"+gr, rtoe, g.MAC, map[string]string{"nat-addresses": "router"}),
-			Parent: id(owner.ExternalSwitch),
+			Parent: id(nb.ExternalSwitch),
 		},
 		{
-			ID: id(owner.LocalnetPort), Parent: id(owner.ExternalSwitch),
+			ID: id(nb.LocalnetPort), Parent: id(nb.ExternalSwitch),
 			Model: &nbdb.LogicalSwitchPort{Name: LocalnetPortName(n.Name), Type: "localnet", Addresses: []string{"unknown"},
 				Options: map[string]string{"network_name": PhysicalNetwork}},
 		},
 		{
 			// Pods of this node leave the cluster through this node's GR.
-			ID: id(owner.NodeSubnetRoute), Parent: clusterRouter,
+			ID: id(nb.NodeSubnetRoute), Parent: clusterRouter,
 			Model: &nbdb.LogicalRouterStaticRoute{IPPrefix: n.Subnet.String(), Nexthop: g.JoinIP.String(), Policy: &srcIP},
 		},
 		{
@@ -75,27 +74,27 @@ func gatewayRows(cfg Config, n Node) ([]nbsync.Row, error) {
 			// src-ip route of the pod's own node (prefix length 24 -> priority 72) beats the
 			// connected join subnet (/16 -> 50) and would send it to the wrong GR; a /32
 			// destination route per GR outranks both.
-			ID: id(owner.GatewayJoinIPRoute), Parent: clusterRouter,
+			ID: id(nb.GatewayJoinIPRoute), Parent: clusterRouter,
 			Model: &nbdb.LogicalRouterStaticRoute{IPPrefix: joinHost, Nexthop: g.JoinIP.String()},
 		},
 		{
-			ID: id(owner.GatewayClusterRoute), Parent: id(owner.GatewayRouter),
+			ID: id(nb.GatewayClusterRoute), Parent: id(nb.GatewayRouter),
 			Model: &nbdb.LogicalRouterStaticRoute{IPPrefix: cfg.ClusterCIDR.String(), Nexthop: cfg.ClusterRouterJoinIP().String()},
 		},
 		{
-			ID: id(owner.GatewaySNAT), Parent: id(owner.GatewayRouter),
+			ID: id(nb.GatewaySNAT), Parent: id(nb.GatewayRouter),
 			Model: &nbdb.NAT{Type: nbdb.NATTypeSNAT, ExternalIP: g.NodeIP.Addr().String(), LogicalIP: cfg.ClusterCIDR.String()},
 		},
 	}
-	rows = append(rows, nbsync.Row{
+	rows = append(rows, nb.Row{
 		// NodePort VIPs are load balancer templates ("^NODEIP:30080"): ovn-controller on this
 		// node's chassis reads NODEIP here, so a NodePort costs one VIP, not one per node.
-		ID:    id(owner.NodeTemplateVars),
+		ID:    id(nb.NodeTemplateVars),
 		Model: &nbdb.ChassisTemplateVar{Chassis: g.ChassisID, Variables: map[string]string{"NODEIP": g.NodeIP.Addr().String()}},
 	})
 	if g.NextHop.IsValid() {
-		rows = append(rows, nbsync.Row{
-			ID: id(owner.GatewayDefaultRoute), Parent: id(owner.GatewayRouter),
+		rows = append(rows, nb.Row{
+			ID: id(nb.GatewayDefaultRoute), Parent: id(nb.GatewayRouter),
 			Model: &nbdb.LogicalRouterStaticRoute{IPPrefix: "0.0.0.0/0", Nexthop: g.NextHop.String(), OutputPort: &rtoe},
 		})
 	}

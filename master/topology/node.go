@@ -5,9 +5,8 @@ import (
 	"net"
 	"net/netip"
 
-	"github.com/ovn-transparent/ovn-transparent/internal/annotations"
-	"github.com/ovn-transparent/ovn-transparent/master/nbsync"
-	"github.com/ovn-transparent/ovn-transparent/master/owner"
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
+	"github.com/ovn-transparent/ovn-transparent/master/nb"
 	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
 )
 
@@ -30,20 +29,20 @@ type Gateway struct {
 }
 
 // GatewayFrom reads a node agent's chassis annotation; joinIP is the GR's join address.
-func GatewayFrom(info annotations.NodeChassisInfo, joinIP netip.Addr) (*Gateway, error) {
+func GatewayFrom(info contract.NodeChassisInfo, joinIP netip.Addr) (*Gateway, error) {
 	if err := info.Validate(); err != nil {
 		return nil, err
 	}
 	ip, _ := netip.ParsePrefix(info.NodeIP) // Validate parsed it
 	if !ip.Addr().Is4() {
-		return nil, fmt.Errorf("%s: nodeIP %s: only IPv4 is supported", annotations.NodeChassisKey, ip)
+		return nil, fmt.Errorf("%s: nodeIP %s: only IPv4 is supported", contract.NodeChassisKey, ip)
 	}
 	hw, _ := net.ParseMAC(info.GatewayMAC)
 	gw := &Gateway{ChassisID: info.ChassisID, NodeIP: ip, MAC: hw.String(), JoinIP: joinIP}
 	if info.NextHop != "" {
 		gw.NextHop, _ = netip.ParseAddr(info.NextHop)
 		if !gw.NextHop.Is4() {
-			return nil, fmt.Errorf("%s: nextHop %s: only IPv4 is supported", annotations.NodeChassisKey, gw.NextHop)
+			return nil, fmt.Errorf("%s: nextHop %s: only IPv4 is supported", contract.NodeChassisKey, gw.NextHop)
 		}
 	}
 	return gw, nil
@@ -63,29 +62,29 @@ func ManagementIP(subnet netip.Prefix) netip.Addr { return nth(subnet, 2) }
 // NodeRows returns the rows of node n: its switch, its link to the cluster router, its
 // management port and, once the node has a chassis, its gateway router with its join and
 // external links, routes and SNAT.
-func NodeRows(cfg Config, n Node) ([]nbsync.Row, error) {
+func NodeRows(cfg Config, n Node) ([]nb.Row, error) {
 	if err := checkConfig(cfg); err != nil {
 		return nil, err
 	}
 	if !n.Subnet.Addr().Is4() || n.Subnet.Masked() != n.Subnet || n.Subnet.Bits() > 29 || !cfg.ClusterCIDR.Contains(n.Subnet.Addr()) {
 		return nil, fmt.Errorf("topology: node %s: subnet %s is not an IPv4 /29-or-larger subnet of %s", n.Name, n.Subnet, cfg.ClusterCIDR)
 	}
-	id := func(r owner.Role) owner.ID { return owner.NewID(owner.Node, n.Name, r) }
-	clusterRouter := owner.NewID(owner.Cluster, owner.ClusterName, owner.ClusterRouter)
+	id := func(r nb.Role) nb.ID { return nb.NewID(nb.Node, n.Name, r) }
+	clusterRouter := nb.NewID(nb.Cluster, nb.ClusterName, nb.ClusterRouter)
 	gw, mgmt := RouterIP(n.Subnet), ManagementIP(n.Subnet)
 	rtos := "rtos-" + n.Name
-	rows := []nbsync.Row{
-		{ID: id(owner.NodeSwitch), Model: &nbdb.LogicalSwitch{Name: n.Name, OtherConfig: map[string]string{"subnet": n.Subnet.String()}}},
+	rows := []nb.Row{
+		{ID: id(nb.NodeSwitch), Model: &nbdb.LogicalSwitch{Name: n.Name, OtherConfig: map[string]string{"subnet": n.Subnet.String()}}},
 		{
-			ID:     id(owner.NodeRouterPort),
+			ID:     id(nb.NodeRouterPort),
 			Model:  &nbdb.LogicalRouterPort{Name: rtos, MAC: mac(gw), Networks: []string{prefix(gw, n.Subnet)}},
 			Parent: clusterRouter,
 		},
-		{ID: id(owner.NodeSwitchRouterPort), Model: routerTypePort("stor-"+n.Name, rtos, "router", nil), Parent: id(owner.NodeSwitch)},
+		{ID: id(nb.NodeSwitchRouterPort), Model: routerTypePort("stor-"+n.Name, rtos, "router", nil), Parent: id(nb.NodeSwitch)},
 		{
-			ID:     id(owner.ManagementPort),
+			ID:     id(nb.ManagementPort),
 			Model:  &nbdb.LogicalSwitchPort{Name: ManagementPortName(n.Name), Addresses: []string{mac(mgmt) + " " + mgmt.String()}},
-			Parent: id(owner.NodeSwitch),
+			Parent: id(nb.NodeSwitch),
 		},
 	}
 	if n.Gateway == nil {

@@ -4,9 +4,8 @@ import (
 	"fmt"
 	"net/netip"
 
-	"github.com/ovn-transparent/ovn-transparent/internal/annotations"
-	"github.com/ovn-transparent/ovn-transparent/master/nbsync"
-	"github.com/ovn-transparent/ovn-transparent/master/owner"
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
+	"github.com/ovn-transparent/ovn-transparent/master/nb"
 	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
 )
 
@@ -31,27 +30,27 @@ func PodPortName(namespace, name string) string { return namespace + "_" + name 
 
 // PodRows returns the pod's port on its node's switch. port_security pins the MAC and IP the
 // pod may send from, so a pod cannot spoof another's address.
-func PodRows(p Pod) ([]nbsync.Row, error) {
+func PodRows(p Pod) ([]nb.Row, error) {
 	if !p.IP.Is4() || p.MAC == "" || p.Node == "" {
 		return nil, fmt.Errorf("topology: pod %s/%s: incomplete %+v", p.Namespace, p.Name, p)
 	}
 	addr := p.MAC + " " + p.IP.String()
-	return []nbsync.Row{{
-		ID: owner.NewID(owner.Pod, PodKey(p.Namespace, p.Name), owner.PodPort),
+	return []nb.Row{{
+		ID: nb.NewID(nb.Pod, PodKey(p.Namespace, p.Name), nb.PodPort),
 		Model: &nbdb.LogicalSwitchPort{
 			Name:         PodPortName(p.Namespace, p.Name),
 			Addresses:    []string{addr},
 			PortSecurity: []string{addr},
 			ExternalIDs:  map[string]string{PodUIDKey: p.UID},
 		},
-		Parent: owner.NewID(owner.Node, p.Node, owner.NodeSwitch),
+		Parent: nb.NewID(nb.Node, p.Node, nb.NodeSwitch),
 	}}, nil
 }
 
 // PodNetwork is the pod-network annotation of a pod with address ip on subnet: the MAC
 // derived from ip and the cluster router's port as default gateway.
-func PodNetwork(subnet netip.Prefix, ip netip.Addr) annotations.PodNetworkInfo {
-	return annotations.PodNetworkInfo{
+func PodNetwork(subnet netip.Prefix, ip netip.Addr) contract.PodNetworkInfo {
+	return contract.PodNetworkInfo{
 		IPAddresses: []string{netip.PrefixFrom(ip, subnet.Bits()).String()},
 		MACAddress:  mac(ip),
 		GatewayIPs:  []string{RouterIP(subnet).String()},

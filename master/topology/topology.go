@@ -13,9 +13,8 @@ import (
 	"fmt"
 	"net/netip"
 
-	"github.com/ovn-transparent/ovn-transparent/internal/annotations"
-	"github.com/ovn-transparent/ovn-transparent/master/nbsync"
-	"github.com/ovn-transparent/ovn-transparent/master/owner"
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
+	"github.com/ovn-transparent/ovn-transparent/master/nb"
 	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
 )
 
@@ -47,26 +46,26 @@ func nth(p netip.Prefix, n uint32) netip.Addr {
 }
 
 // mac is the MAC the project gives an interface or port with address ip.
-func mac(ip netip.Addr) string { return annotations.MACFromIP(ip).String() }
+func mac(ip netip.Addr) string { return contract.MACFromIP(ip).String() }
 
 // Cluster returns the rows every node shares: the cluster router and the join switch with
 // the cluster router's port on it.
-func Cluster(cfg Config) []nbsync.Row {
-	id := func(r owner.Role) owner.ID { return owner.NewID(owner.Cluster, owner.ClusterName, r) }
+func Cluster(cfg Config) []nb.Row {
+	id := func(r nb.Role) nb.ID { return nb.NewID(nb.Cluster, nb.ClusterName, r) }
 	joinIP := cfg.ClusterRouterJoinIP()
 	const lrp = "rtoj-" + ClusterRouterName
-	return []nbsync.Row{
-		{ID: id(owner.ClusterRouter), Model: &nbdb.LogicalRouter{Name: ClusterRouterName}},
-		{ID: id(owner.JoinSwitch), Model: &nbdb.LogicalSwitch{Name: JoinSwitchName}},
+	return []nb.Row{
+		{ID: id(nb.ClusterRouter), Model: &nbdb.LogicalRouter{Name: ClusterRouterName}},
+		{ID: id(nb.JoinSwitch), Model: &nbdb.LogicalSwitch{Name: JoinSwitchName}},
 		{
-			ID:     id(owner.ClusterRouterJoinPort),
+			ID:     id(nb.ClusterRouterJoinPort),
 			Model:  &nbdb.LogicalRouterPort{Name: lrp, MAC: mac(joinIP), Networks: []string{prefix(joinIP, cfg.JoinSubnet)}},
-			Parent: id(owner.ClusterRouter),
+			Parent: id(nb.ClusterRouter),
 		},
 		{
-			ID:     id(owner.JoinSwitchToClusterPort),
+			ID:     id(nb.JoinSwitchToClusterPort),
 			Model:  routerTypePort("jtor-"+ClusterRouterName, lrp, "router", nil),
-			Parent: id(owner.JoinSwitch),
+			Parent: id(nb.JoinSwitch),
 		},
 	}
 }
@@ -98,10 +97,10 @@ func checkConfig(cfg Config) error {
 // cluster-wide load balancer; referrers are the node switches and gateway routers that
 // exist. One group rather than every LB on every switch and router: a new Service costs one
 // reference, a new node one reference per switch or router, not one per Service.
-func ClusterLBGroup(referrers []owner.ID) nbsync.Row {
-	return nbsync.Row{
-		ID:           owner.NewID(owner.Cluster, owner.ClusterName, owner.ClusterLBGroup),
-		Model:        &nbdb.LoadBalancerGroup{Name: owner.ClusterLBGroupName},
+func ClusterLBGroup(referrers []nb.ID) nb.Row {
+	return nb.Row{
+		ID:           nb.NewID(nb.Cluster, nb.ClusterName, nb.ClusterLBGroup),
+		Model:        &nbdb.LoadBalancerGroup{Name: nb.ClusterLBGroupName},
 		ReferencedBy: referrers,
 	}
 }

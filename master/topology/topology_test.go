@@ -5,17 +5,16 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/ovn-transparent/ovn-transparent/internal/annotations"
-	"github.com/ovn-transparent/ovn-transparent/master/nbsync"
-	"github.com/ovn-transparent/ovn-transparent/master/owner"
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
+	"github.com/ovn-transparent/ovn-transparent/master/nb"
 	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
 )
 
 var cfg = Config{ClusterCIDR: netip.MustParsePrefix("10.244.0.0/16"), JoinSubnet: netip.MustParsePrefix("100.64.0.0/16")}
 
-func byRole(t *testing.T, rows []nbsync.Row) map[owner.Role]nbsync.Row {
+func byRole(t *testing.T, rows []nb.Row) map[nb.Role]nb.Row {
 	t.Helper()
-	out := map[owner.Role]nbsync.Row{}
+	out := map[nb.Role]nb.Row{}
 	for _, r := range rows {
 		if err := r.ID.Validate(); err != nil {
 			t.Error(err)
@@ -30,7 +29,7 @@ func byRole(t *testing.T, rows []nbsync.Row) map[owner.Role]nbsync.Row {
 
 func gateway(t *testing.T, nextHop string) *Gateway {
 	t.Helper()
-	gw, err := GatewayFrom(annotations.NodeChassisInfo{
+	gw, err := GatewayFrom(contract.NodeChassisInfo{
 		ChassisID: "chassis-1", NodeIP: "172.18.0.1/24", GatewayMAC: "0A:58:AC:12:00:01", NextHop: nextHop,
 	}, netip.MustParseAddr("100.64.0.2"))
 	if err != nil {
@@ -41,14 +40,14 @@ func gateway(t *testing.T, nextHop string) *Gateway {
 
 func TestClusterRows(t *testing.T) {
 	rows := byRole(t, Cluster(cfg))
-	if lr := rows[owner.ClusterRouter].Model.(*nbdb.LogicalRouter); lr.Name != "ovn_cluster_router" {
+	if lr := rows[nb.ClusterRouter].Model.(*nbdb.LogicalRouter); lr.Name != "ovn_cluster_router" {
 		t.Errorf("cluster router %+v", lr)
 	}
-	lrp := rows[owner.ClusterRouterJoinPort].Model.(*nbdb.LogicalRouterPort)
+	lrp := rows[nb.ClusterRouterJoinPort].Model.(*nbdb.LogicalRouterPort)
 	if lrp.Name != "rtoj-ovn_cluster_router" || lrp.MAC != "0a:58:64:40:00:01" || !reflect.DeepEqual(lrp.Networks, []string{"100.64.0.1/16"}) {
 		t.Errorf("join port %+v", lrp)
 	}
-	lsp := rows[owner.JoinSwitchToClusterPort].Model.(*nbdb.LogicalSwitchPort)
+	lsp := rows[nb.JoinSwitchToClusterPort].Model.(*nbdb.LogicalSwitchPort)
 	if lsp.Type != "router" || lsp.Options["router-port"] != lrp.Name || !reflect.DeepEqual(lsp.Addresses, []string{"router"}) {
 		t.Errorf("join switch port %+v", lsp)
 	}
@@ -63,16 +62,16 @@ func TestNodeWithoutChassisHasNoGateway(t *testing.T) {
 	if len(got) != 4 {
 		t.Errorf("%d rows, want switch, rtos, stor, management port", len(got))
 	}
-	ls := got[owner.NodeSwitch].Model.(*nbdb.LogicalSwitch)
+	ls := got[nb.NodeSwitch].Model.(*nbdb.LogicalSwitch)
 	if ls.Name != "node1" || ls.OtherConfig["subnet"] != "10.244.1.0/24" {
 		t.Errorf("switch %+v", ls)
 	}
-	rtos := got[owner.NodeRouterPort]
+	rtos := got[nb.NodeRouterPort]
 	if lrp := rtos.Model.(*nbdb.LogicalRouterPort); lrp.Name != "rtos-node1" || lrp.MAC != "0a:58:0a:f4:01:01" ||
-		!reflect.DeepEqual(lrp.Networks, []string{"10.244.1.1/24"}) || rtos.Parent.Role != owner.ClusterRouter {
+		!reflect.DeepEqual(lrp.Networks, []string{"10.244.1.1/24"}) || rtos.Parent.Role != nb.ClusterRouter {
 		t.Errorf("rtos %+v parent %s", lrp, rtos.Parent)
 	}
-	if mgmt := got[owner.ManagementPort].Model.(*nbdb.LogicalSwitchPort); mgmt.Name != "k8s-node1" ||
+	if mgmt := got[nb.ManagementPort].Model.(*nbdb.LogicalSwitchPort); mgmt.Name != "k8s-node1" ||
 		!reflect.DeepEqual(mgmt.Addresses, []string{"0a:58:0a:f4:01:02 10.244.1.2"}) {
 		t.Errorf("management port %+v", mgmt)
 	}
@@ -84,38 +83,38 @@ func TestNodeGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := byRole(t, rows)
-	gr := got[owner.GatewayRouter].Model.(*nbdb.LogicalRouter)
+	gr := got[nb.GatewayRouter].Model.(*nbdb.LogicalRouter)
 	want := map[string]string{"chassis": "chassis-1", "lb_force_snat_ip": "router_ip",
 		"always_learn_from_arp_request": "false", "dynamic_neigh_routers": "true"}
 	if gr.Name != "GR_node1" || !reflect.DeepEqual(gr.Options, want) {
 		t.Errorf("GR %+v", gr)
 	}
-	rtoe := got[owner.GatewayExternalPort].Model.(*nbdb.LogicalRouterPort)
+	rtoe := got[nb.GatewayExternalPort].Model.(*nbdb.LogicalRouterPort)
 	if rtoe.Name != "rtoe-GR_node1" || rtoe.MAC != "0a:58:ac:12:00:01" || !reflect.DeepEqual(rtoe.Networks, []string{"172.18.0.1/24"}) {
 		t.Errorf("rtoe %+v", rtoe)
 	}
-	etor := got[owner.ExternalSwitchGWPort].Model.(*nbdb.LogicalSwitchPort)
+	etor := got[nb.ExternalSwitchGWPort].Model.(*nbdb.LogicalSwitchPort)
 	if etor.Options["nat-addresses"] != "router" || etor.Options["router-port"] != "rtoe-GR_node1" ||
 		!reflect.DeepEqual(etor.Addresses, []string{"0a:58:ac:12:00:01"}) {
 		t.Errorf("etor %+v", etor)
 	}
-	ln := got[owner.LocalnetPort]
+	ln := got[nb.LocalnetPort]
 	if p := ln.Model.(*nbdb.LogicalSwitchPort); p.Name != "breth0_node1" || p.Type != "localnet" ||
-		p.Options["network_name"] != "physnet" || ln.Parent.Role != owner.ExternalSwitch {
+		p.Options["network_name"] != "physnet" || ln.Parent.Role != nb.ExternalSwitch {
 		t.Errorf("localnet %+v", p)
 	}
-	if jtor := got[owner.JoinSwitchGatewayPort]; jtor.Parent != owner.NewID(owner.Cluster, owner.ClusterName, owner.JoinSwitch) {
+	if jtor := got[nb.JoinSwitchGatewayPort]; jtor.Parent != nb.NewID(nb.Cluster, nb.ClusterName, nb.JoinSwitch) {
 		t.Errorf("jtor-GR_node1 parent %s", jtor.Parent)
 	}
 	for _, tc := range []struct {
-		role                     owner.Role
+		role                     nb.Role
 		prefix, nexthop, policy  string
 		outputPort, parentRouter string
 	}{
-		{owner.NodeSubnetRoute, "10.244.1.0/24", "100.64.0.2", "src-ip", "", "cluster-router"},
-		{owner.GatewayJoinIPRoute, "100.64.0.2/32", "100.64.0.2", "", "", "cluster-router"},
-		{owner.GatewayClusterRoute, "10.244.0.0/16", "100.64.0.1", "", "", "gateway-router"},
-		{owner.GatewayDefaultRoute, "0.0.0.0/0", "172.18.0.254", "", "rtoe-GR_node1", "gateway-router"},
+		{nb.NodeSubnetRoute, "10.244.1.0/24", "100.64.0.2", "src-ip", "", "cluster-router"},
+		{nb.GatewayJoinIPRoute, "100.64.0.2/32", "100.64.0.2", "", "", "cluster-router"},
+		{nb.GatewayClusterRoute, "10.244.0.0/16", "100.64.0.1", "", "", "gateway-router"},
+		{nb.GatewayDefaultRoute, "0.0.0.0/0", "172.18.0.254", "", "rtoe-GR_node1", "gateway-router"},
 	} {
 		r := got[tc.role]
 		route := r.Model.(*nbdb.LogicalRouterStaticRoute)
@@ -124,7 +123,7 @@ func TestNodeGateway(t *testing.T) {
 			t.Errorf("%s: %+v (policy %q, port %q) on %s", tc.role, route, deref(route.Policy), deref(route.OutputPort), r.Parent)
 		}
 	}
-	nat := got[owner.GatewaySNAT].Model.(*nbdb.NAT)
+	nat := got[nb.GatewaySNAT].Model.(*nbdb.NAT)
 	if nat.Type != "snat" || nat.ExternalIP != "172.18.0.1" || nat.LogicalIP != "10.244.0.0/16" {
 		t.Errorf("SNAT %+v", nat)
 	}
@@ -134,7 +133,7 @@ func TestNodeGateway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if noDefault := byRole(t, rows); len(noDefault) != len(got)-1 || noDefault[owner.GatewayDefaultRoute].Model != nil {
+	if noDefault := byRole(t, rows); len(noDefault) != len(got)-1 || noDefault[nb.GatewayDefaultRoute].Model != nil {
 		t.Errorf("without a next hop: %d rows (with one: %d)", len(noDefault), len(got))
 	}
 }
@@ -160,7 +159,7 @@ func TestNodeRowsRejects(t *testing.T) {
 			t.Errorf("accepted %+v", n)
 		}
 	}
-	if _, err := GatewayFrom(annotations.NodeChassisInfo{ChassisID: "c", NodeIP: "fd00::1/64", GatewayMAC: "0a:58:00:00:00:01"},
+	if _, err := GatewayFrom(contract.NodeChassisInfo{ChassisID: "c", NodeIP: "fd00::1/64", GatewayMAC: "0a:58:00:00:00:01"},
 		netip.MustParseAddr("100.64.0.2")); err == nil {
 		t.Error("an IPv6 node IP was accepted")
 	}
@@ -179,11 +178,11 @@ func TestPodRowsAndAnnotation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := byRole(t, rows)[owner.PodPort]
+	r := byRole(t, rows)[nb.PodPort]
 	lsp := r.Model.(*nbdb.LogicalSwitchPort)
 	want := []string{"0a:58:0a:f4:02:05 10.244.2.5"}
 	if lsp.Name != "ns_web" || !reflect.DeepEqual(lsp.Addresses, want) || !reflect.DeepEqual(lsp.PortSecurity, want) ||
-		lsp.ExternalIDs[PodUIDKey] != "u1" || r.ID.Name != "ns/web" || r.Parent != owner.NewID(owner.Node, "node2", owner.NodeSwitch) {
+		lsp.ExternalIDs[PodUIDKey] != "u1" || r.ID.Name != "ns/web" || r.Parent != nb.NewID(nb.Node, "node2", nb.NodeSwitch) {
 		t.Errorf("pod port %+v, id %s, parent %s", lsp, r.ID, r.Parent)
 	}
 	if _, err := PodRows(Pod{Namespace: "ns", Name: "web", IP: netip.MustParseAddr("10.244.2.5")}); err == nil {

@@ -9,8 +9,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/ovn-transparent/ovn-transparent/internal/annotations"
 	"github.com/ovn-transparent/ovn-transparent/internal/cni"
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 )
 
@@ -119,12 +119,12 @@ func checkChassisSettings(ctx context.Context, t *testing.T, e *env, n *node) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, err := annotations.ParseNodeChassis(node.Annotations[annotations.NodeChassisKey])
+	info, err := contract.ParseNodeChassis(node.Annotations[contract.NodeChassisKey])
 	if err != nil {
 		t.Fatalf("%s: %v", n.Name, err)
 	}
 	sysID, _ := n.VSCtl(ctx, "get", "Open_vSwitch", ".", "external_ids:system-id")
-	want := annotations.NodeChassisInfo{ChassisID: strings.Trim(strings.TrimSpace(sysID), `"`), NodeIP: n.IP + "/24",
+	want := contract.NodeChassisInfo{ChassisID: strings.Trim(strings.TrimSpace(sysID), `"`), NodeIP: n.IP + "/24",
 		GatewayMAC: n.MAC, NextHop: harness.UnderlayGateway, OS: "linux"}
 	if info != want {
 		t.Errorf("%s: chassis annotation %+v, want %+v", n.Name, info, want)
@@ -160,7 +160,7 @@ func snapshot(ctx context.Context, t *testing.T, e *env, n *node) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return strings.Join(append(parts, node.Annotations[annotations.NodeChassisKey]), "\n")
+	return strings.Join(append(parts, node.Annotations[contract.NodeChassisKey]), "\n")
 }
 
 // checkManagementPort checks the management port: an internal port bound to k8s-<node>,
@@ -172,7 +172,7 @@ func checkManagementPort(ctx context.Context, t *testing.T, n *node) {
 	if out, err := n.VSCtl(ctx, "get", "Interface", mp, "type", "external_ids:iface-id"); err != nil || out != "internal\n"+mp+"\n" {
 		t.Errorf("%s: management port in OVS: %q (%v)", n.Name, out, err)
 	}
-	mac := annotations.MACFromIP(n.mgmtIP()).String()
+	mac := contract.MACFromIP(n.mgmtIP()).String()
 	want := map[string][]string{
 		"link":    {"link/ether " + mac, " mtu 1400 "},
 		"addr":    {n.mgmtIP().String() + "/24"},

@@ -15,8 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/ovn-transparent/ovn-transparent/internal/annotations"
 	"github.com/ovn-transparent/ovn-transparent/internal/cni"
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 )
 
@@ -128,7 +128,7 @@ func (e *env) createNode(ctx context.Context, n *node) {
 	e.t.Helper()
 	_, err := e.client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
 		Name:        n.Name,
-		Annotations: map[string]string{annotations.NodeSubnetKey: n.subnet.String()},
+		Annotations: map[string]string{contract.NodeSubnetKey: n.subnet.String()},
 	}}, metav1.CreateOptions{})
 	if err != nil {
 		e.t.Fatal(err)
@@ -141,10 +141,10 @@ func (e *env) addNodeNB(ctx context.Context, n *node) {
 	e.t.Helper()
 	gw := n.gateway()
 	rtos, stor := "rtos-"+n.Name, "stor-"+n.Name
-	mgmt := fmt.Sprintf("%s %s", annotations.MACFromIP(n.mgmtIP()), n.mgmtIP())
+	mgmt := fmt.Sprintf("%s %s", contract.MACFromIP(n.mgmtIP()), n.mgmtIP())
 	_, err := e.central.NBCtl(ctx,
 		"--", "ls-add", n.Name,
-		"--", "lrp-add", "ovn_cluster_router", rtos, annotations.MACFromIP(gw).String(), fmt.Sprintf("%s/%d", gw, n.subnet.Bits()),
+		"--", "lrp-add", "ovn_cluster_router", rtos, contract.MACFromIP(gw).String(), fmt.Sprintf("%s/%d", gw, n.subnet.Bits()),
 		"--", "lsp-add", n.Name, stor,
 		"--", "lsp-set-type", stor, "router",
 		"--", "lsp-set-addresses", stor, "router",

@@ -17,7 +17,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/ovn-transparent/ovn-transparent/internal/annotations"
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 	"github.com/ovn-transparent/ovn-transparent/test/probe"
 	"github.com/ovn-transparent/ovn-transparent/test/recipe"
@@ -312,7 +312,7 @@ func masterGateways(ctx context.Context, t *testing.T, e *env) map[*node]gateway
 	}
 	router := netip.MustParseAddr("100.64.0.1")
 	nb("--", "ls-add", "join",
-		"--", "lrp-add", "ovn_cluster_router", "rtoj-ovn_cluster_router", annotations.MACFromIP(router).String(),
+		"--", "lrp-add", "ovn_cluster_router", "rtoj-ovn_cluster_router", contract.MACFromIP(router).String(),
 		fmt.Sprintf("%s/%d", router, joinSubnetBits),
 		"--", "lsp-add", "join", "jtor-ovn_cluster_router",
 		"--", "lsp-set-type", "jtor-ovn_cluster_router", "router",
@@ -324,7 +324,7 @@ func masterGateways(ctx context.Context, t *testing.T, e *env) map[*node]gateway
 		if err != nil {
 			t.Fatal(err)
 		}
-		info, err := annotations.ParseNodeChassis(node.Annotations[annotations.NodeChassisKey])
+		info, err := contract.ParseNodeChassis(node.Annotations[contract.NodeChassisKey])
 		if err != nil {
 			t.Fatalf("%s: %v", n.Name, err)
 		}
@@ -337,7 +337,7 @@ func masterGateways(ctx context.Context, t *testing.T, e *env) map[*node]gateway
 		nb("--", "lr-add", gr,
 			"--", "set", "logical_router", gr, "options:chassis="+gw.chassis, "options:lb_force_snat_ip=router_ip",
 			"options:always_learn_from_arp_request=false", "options:dynamic_neigh_routers=true",
-			"--", "lrp-add", gr, rtoj, annotations.MACFromIP(gw.joinIP).String(), fmt.Sprintf("%s/%d", join, joinSubnetBits),
+			"--", "lrp-add", gr, rtoj, contract.MACFromIP(gw.joinIP).String(), fmt.Sprintf("%s/%d", join, joinSubnetBits),
 			"--", "lsp-add", "join", jtor,
 			"--", "lsp-set-type", jtor, "router",
 			"--", "lsp-set-addresses", jtor, "router",

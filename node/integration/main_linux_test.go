@@ -21,7 +21,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	nodeBin, cniBin = filepath.Join(dir, "ovnt-node"), filepath.Join(dir, "ovnt-cni")
-	for bin, pkg := range map[string]string{nodeBin: "../", cniBin: "../../cni-shim"} {
+	for bin, pkg := range map[string]string{nodeBin: "../../cmd/ovnt-node", cniBin: "../../cmd/ovnt-cni"} {
 		args := []string{"build", "-o", bin}
 		if os.Getenv("OVNT_TEST_RACE") != "" {
 			args = append(args, "-race") // OVNT_TEST_RACE=1: the daemons report data races

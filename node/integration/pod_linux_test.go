@@ -15,9 +15,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/ovn-transparent/ovn-transparent/internal/annotations"
 	"github.com/ovn-transparent/ovn-transparent/internal/cni"
-	"github.com/ovn-transparent/ovn-transparent/node/internal/hostnet"
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
+	"github.com/ovn-transparent/ovn-transparent/node/hostnet"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 )
 
@@ -58,7 +58,7 @@ func (e *env) newPod(ctx context.Context, t *testing.T, n *node, name string, ho
 	for range hostNum {
 		ip = ip.Next()
 	}
-	p := &pod{name: name, node: n, ip: netip.PrefixFrom(ip, n.subnet.Bits()), mac: annotations.MACFromIP(ip),
+	p := &pod{name: name, node: n, ip: netip.PrefixFrom(ip, n.subnet.Bits()), mac: contract.MACFromIP(ip),
 		containerID: fmt.Sprintf("%064x", []byte(name))[:64]}
 	var err error
 	if p.netns, err = e.r.AddNetns("p-" + name); err != nil {
@@ -89,7 +89,7 @@ func (e *env) createPod(ctx context.Context, t *testing.T, p *pod, annotate bool
 		},
 	}
 	if annotate {
-		obj.Annotations[annotations.PodNetworkKey] = podNetwork(t, p)
+		obj.Annotations[contract.PodNetworkKey] = podNetwork(t, p)
 	}
 	created, err := e.client.CoreV1().Pods("default").Create(ctx, obj, metav1.CreateOptions{})
 	if err != nil {
@@ -102,9 +102,9 @@ func (e *env) createPod(ctx context.Context, t *testing.T, p *pod, annotate bool
 // gateway, and (to exercise extra routes) the service range through the gateway.
 func podNetwork(t *testing.T, p *pod) string {
 	gw := p.node.gateway().String()
-	v, err := annotations.PodNetworkInfo{
+	v, err := contract.PodNetworkInfo{
 		IPAddresses: []string{p.ip.String()}, MACAddress: p.mac.String(), GatewayIPs: []string{gw},
-		Routes: []annotations.Route{{Dest: serviceCIDR, NextHop: gw}},
+		Routes: []contract.Route{{Dest: serviceCIDR, NextHop: gw}},
 	}.Marshal()
 	if err != nil {
 		t.Fatal(err)

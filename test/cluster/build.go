@@ -19,9 +19,9 @@ func BuildBinaries(ctx context.Context, dir string) error {
 	}
 	root := filepath.Dir(strings.TrimSpace(string(out)))
 	for bin, pkg := range map[string]string{
-		"ovnt-master":   "./master",
-		"ovnt-node":     "./node",
-		"ovnt-cni":      "./cni-shim",
+		"ovnt-master":   "./cmd/ovnt-master",
+		"ovnt-node":     "./cmd/ovnt-node",
+		"ovnt-cni":      "./cmd/ovnt-cni",
 		"ovnt-workload": "./test/cmd/ovnt-workload",
 	} {
 		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, bin), pkg)

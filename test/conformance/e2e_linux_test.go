@@ -18,7 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/ovn-transparent/ovn-transparent/internal/annotations"
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 	tprobe "github.com/ovn-transparent/ovn-transparent/test/probe"
 )
@@ -258,7 +258,7 @@ func mgmtIP(t *testing.T, r *runner, node string) netip.Addr {
 	if err != nil {
 		t.Fatal(err)
 	}
-	subnet, err := annotations.ParseNodeSubnet(n.Annotations[annotations.NodeSubnetKey])
+	subnet, err := contract.ParseNodeSubnet(n.Annotations[contract.NodeSubnetKey])
 	if err != nil {
 		t.Fatal(err)
 	}

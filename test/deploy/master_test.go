@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ovn-transparent/ovn-transparent/images"
-	"github.com/ovn-transparent/ovn-transparent/internal/annotations"
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/master/controller"
 	"github.com/ovn-transparent/ovn-transparent/test/cluster"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
@@ -87,7 +87,7 @@ func TestMasterLeaderElectionAsServiceAccount(t *testing.T) {
 		return func() bool {
 			n, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 			out, _ := central.NBCtl(ctx, "--bare", "--columns=name", "find", "logical_switch", "name="+name)
-			return err == nil && n.Annotations[annotations.NodeSubnetKey] != "" && strings.TrimSpace(out) == name
+			return err == nil && n.Annotations[contract.NodeSubnetKey] != "" && strings.TrimSpace(out) == name
 		}
 	}
 	createNode := func(name string) {
@@ -113,7 +113,7 @@ func TestMasterLeaderElectionAsServiceAccount(t *testing.T) {
 	wait("node2 served by the second master", served("node2"))
 
 	// Bad input becomes a Warning Event, which the account may write.
-	bad := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node3", Annotations: map[string]string{annotations.NodeSubnetKey: "not a subnet"}}}
+	bad := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node3", Annotations: map[string]string{contract.NodeSubnetKey: "not a subnet"}}}
 	if _, err := client.CoreV1().Nodes().Create(ctx, bad, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

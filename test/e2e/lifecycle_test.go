@@ -12,12 +12,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/ovn-transparent/ovn-transparent/internal/annotations"
-	"github.com/ovn-transparent/ovn-transparent/master/owner"
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
+	"github.com/ovn-transparent/ovn-transparent/master/nb"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 )
 
-func waitNoRows(t *testing.T, kind owner.Kind, name string) {
+func waitNoRows(t *testing.T, kind nb.Kind, name string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -36,11 +36,11 @@ func TestPodRecreate(t *testing.T) {
 	ns := testNamespace(t)
 	peer := startPod(t, podSpec(ns, "peer", "node2"))
 	a := startPod(t, podSpec(ns, "a", "node1"))
-	if len(rowsOwnedBy(t, owner.Pod, ns+"/a")) != 1 {
-		t.Fatalf("pod a: want one owned NB row, have %v", rowsOwnedBy(t, owner.Pod, ns+"/a"))
+	if len(rowsOwnedBy(t, nb.Pod, ns+"/a")) != 1 {
+		t.Fatalf("pod a: want one owned NB row, have %v", rowsOwnedBy(t, nb.Pod, ns+"/a"))
 	}
 	deletePod(t, ns, "a")
-	waitNoRows(t, owner.Pod, ns+"/a")
+	waitNoRows(t, nb.Pod, ns+"/a")
 	a = startPod(t, podSpec(ns, "a", "node1"))
 	expectAnswer(t, podNetns(t, peer), a.Status.PodIP, ns+"/a", netip.MustParseAddr(peer.Status.PodIP))
 	expectAnswer(t, podNetns(t, a), peer.Status.PodIP, ns+"/peer", netip.MustParseAddr(a.Status.PodIP))
@@ -87,7 +87,7 @@ func TestMasterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	late := waitPodReady(t, ctx, ns, "late")
-	waitNoRows(t, owner.Pod, ns+"/gone")
+	waitNoRows(t, nb.Pod, ns+"/gone")
 	expectAnswer(t, podNetns(t, late), stay.Status.PodIP, ns+"/stay", netip.MustParseAddr(late.Status.PodIP))
 	checkNBConsistent(t)
 	want := map[string]bool{}
@@ -124,14 +124,14 @@ func TestNodeDeleted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	subnet := n.Annotations[annotations.NodeSubnetKey]
-	if subnet == "" || len(rowsOwnedBy(t, owner.Node, victim)) == 0 {
+	subnet := n.Annotations[contract.NodeSubnetKey]
+	if subnet == "" || len(rowsOwnedBy(t, nb.Node, victim)) == 0 {
 		t.Fatalf("%s has no subnet (%q) or no NB rows before the test", victim, subnet)
 	}
 	if err := client().CoreV1().Nodes().Delete(ctx, victim, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitNoRows(t, owner.Node, victim)
+	waitNoRows(t, nb.Node, victim)
 	checkNBConsistent(t)
 
 	// A Node with no agent behind it: the master still gives it a subnet and a switch.
@@ -146,7 +146,7 @@ func TestNodeDeleted(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		got = n.Annotations[annotations.NodeSubnetKey]
+		got = n.Annotations[contract.NodeSubnetKey]
 		return got != "", nil
 	}); err != nil {
 		t.Fatal(err)

@@ -12,7 +12,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/ovn-transparent/ovn-transparent/master/owner"
+	"github.com/ovn-transparent/ovn-transparent/master/nb"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 )
 
@@ -53,10 +53,10 @@ func ownedRows(t *testing.T) []nbRow {
 				k, v, _ := strings.Cut(kv, "=")
 				ids[k] = v
 			}
-			if ids[owner.KindKey] == "" {
+			if ids[nb.KindKey] == "" {
 				continue
 			}
-			rows = append(rows, nbRow{table, rec[0], ids[owner.KindKey], ids[owner.NameKey], ids[owner.RoleKey]})
+			rows = append(rows, nbRow{table, rec[0], ids[nb.KindKey], ids[nb.NameKey], ids[nb.RoleKey]})
 		}
 	}
 	return rows
@@ -97,12 +97,12 @@ func nbProblems(t *testing.T, ctx context.Context) []string {
 			problems = append(problems, fmt.Sprintf("duplicate rows: %s and %s", prev, r))
 		}
 		seen[key] = r
-		switch owner.Kind(r.kind) {
-		case owner.Node:
+		switch nb.Kind(r.kind) {
+		case nb.Node:
 			if !nodes[r.owner] {
 				problems = append(problems, fmt.Sprintf("stale row of deleted node: %s", r))
 			}
-		case owner.Pod:
+		case nb.Pod:
 			ns, name, _ := strings.Cut(r.owner, "/")
 			if _, err := client().CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
 				problems = append(problems, fmt.Sprintf("stale row of pod %s: %s (%v)", r.owner, r, err))
@@ -113,7 +113,7 @@ func nbProblems(t *testing.T, ctx context.Context) []string {
 }
 
 // rowsOwnedBy returns the owned rows of one owner.
-func rowsOwnedBy(t *testing.T, kind owner.Kind, name string) []nbRow {
+func rowsOwnedBy(t *testing.T, kind nb.Kind, name string) []nbRow {
 	var out []nbRow
 	for _, r := range ownedRows(t) {
 		if r.kind == string(kind) && r.owner == name {
@@ -130,7 +130,7 @@ func rowSet(t *testing.T, ns string) map[string]bool {
 	t.Helper()
 	set := map[string]bool{}
 	for _, r := range ownedRows(t) {
-		if owner.Kind(r.kind) == owner.Pod && !strings.HasPrefix(r.owner, ns+"/") {
+		if nb.Kind(r.kind) == nb.Pod && !strings.HasPrefix(r.owner, ns+"/") {
 			continue
 		}
 		set[r.table+"|"+r.kind+"|"+r.owner+"|"+r.role+"|"+r.name] = true

@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/ovn-transparent/ovn-transparent/internal/annotations"
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 )
 
 // TestPodToPod: same node, across nodes (GENEVE on the underlay), and the server sees the
@@ -58,7 +58,7 @@ func mgmtIP(t *testing.T, node string) netip.Addr {
 	if err != nil {
 		t.Fatal(err)
 	}
-	subnet, err := annotations.ParseNodeSubnet(n.Annotations[annotations.NodeSubnetKey])
+	subnet, err := contract.ParseNodeSubnet(n.Annotations[contract.NodeSubnetKey])
 	if err != nil {
 		t.Fatal(err)
 	}

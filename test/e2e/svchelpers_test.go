@@ -19,7 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/ovn-transparent/ovn-transparent/master/owner"
+	"github.com/ovn-transparent/ovn-transparent/master/nb"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 	"github.com/ovn-transparent/ovn-transparent/test/probe"
 )
@@ -275,8 +275,8 @@ func serviceLBs(t *testing.T, ns, name string) []lbRow {
 			k, v, _ := strings.Cut(kv, "=")
 			ids[k] = v
 		}
-		if ids[owner.KindKey] == string(owner.Service) && ids[owner.NameKey] == ns+"/"+name {
-			rows = append(rows, lbRow{rec[0], ids[owner.RoleKey], ids[owner.ScopeKey], rec[2]})
+		if ids[nb.KindKey] == string(nb.Service) && ids[nb.NameKey] == ns+"/"+name {
+			rows = append(rows, lbRow{rec[0], ids[nb.RoleKey], ids[nb.ScopeKey], rec[2]})
 		}
 	}
 	return rows

@@ -29,7 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/ovn-transparent/ovn-transparent/internal/annotations"
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/internal/ovsdb"
 	"github.com/ovn-transparent/ovn-transparent/master/netpol"
 	"github.com/ovn-transparent/ovn-transparent/master/topology"
@@ -251,7 +251,7 @@ func BenchmarkNetworkPolicy(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		pn, _ := annotations.ParsePodNetwork(p.Annotations[annotations.PodNetworkKey])
+		pn, _ := contract.ParsePodNetwork(p.Annotations[contract.PodNetworkKey])
 		ip := pn.IPs[0].Addr().String()
 		for _, app := range []string{"idle", "frontend"} {
 			name := peer.AddressSetName()
@@ -387,7 +387,7 @@ func masterBinary(ctx context.Context, b *testing.B, r *harness.Run) string {
 		b.Fatal(err)
 	}
 	bin := r.Path("ovnt-master")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./master")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/ovnt-master")
 	cmd.Dir = filepath.Dir(strings.TrimSpace(string(out)))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("go build ./master: %v\n%s", err, out)
@@ -433,7 +433,7 @@ func createObjects(ctx context.Context, b *testing.B, kc kubernetes.Interface) [
 		subnet := netip.PrefixFrom(netip.AddrFrom4(base), nodeBits)
 		subnets = append(subnets, subnet)
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node%d", i+1),
-			Annotations: map[string]string{annotations.NodeSubnetKey: subnet.String()}}}
+			Annotations: map[string]string{contract.NodeSubnetKey: subnet.String()}}}
 		if _, err := kc.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
 			b.Fatal(err)
 		}
@@ -467,7 +467,7 @@ func createObjects(ctx context.Context, b *testing.B, kc kubernetes.Interface) [
 		p := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: nsName(i), Name: fmt.Sprintf("p%02d", j),
 				Labels:      map[string]string{"app": apps[j%len(apps)]},
-				Annotations: map[string]string{annotations.PodNetworkKey: value}},
+				Annotations: map[string]string{contract.PodNetworkKey: value}},
 			Spec: corev1.PodSpec{NodeName: fmt.Sprintf("node%d", node+1), AutomountServiceAccountToken: &no,
 				Containers: []corev1.Container{{Name: "c", Image: "busybox", Ports: []corev1.ContainerPort{
 					{Name: "metrics", ContainerPort: metrics}, {Name: "http", ContainerPort: 8080}}}}},

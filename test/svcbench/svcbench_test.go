@@ -33,7 +33,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/ovn-transparent/ovn-transparent/internal/annotations"
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/internal/ovsdb"
 	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
 	"github.com/ovn-transparent/ovn-transparent/test/cluster"
@@ -207,7 +207,7 @@ func slice(i, nEP, nNodes, gen int) *discoveryv1.EndpointSlice {
 func createNodes(ctx context.Context, b *testing.B, kc kubernetes.Interface, from, to int) {
 	parallel(b, to-from+1, 16, func(j int) error {
 		i := from + j
-		info := annotations.NodeChassisInfo{ChassisID: fmt.Sprintf("chassis-%d", i),
+		info := contract.NodeChassisInfo{ChassisID: fmt.Sprintf("chassis-%d", i),
 			NodeIP:     netip.PrefixFrom(netip.AddrFrom4([4]byte{172, 18, byte(i >> 8), byte(i)}), 16).String(),
 			GatewayMAC: fmt.Sprintf("0a:58:ac:12:%02x:%02x", i>>8, i&0xff), NextHop: "172.18.255.254", OS: "linux"}
 		v, err := info.Marshal()
@@ -215,7 +215,7 @@ func createNodes(ctx context.Context, b *testing.B, kc kubernetes.Interface, fro
 			return err
 		}
 		_, err = kc.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node%d", i),
-			Annotations: map[string]string{annotations.NodeChassisKey: v}}}, metav1.CreateOptions{})
+			Annotations: map[string]string{contract.NodeChassisKey: v}}}, metav1.CreateOptions{})
 		return err
 	})
 }

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ovn-transparent/ovn-transparent/internal/cliapp"
+	"github.com/ovn-transparent/ovn-transparent/node/agent"
+	"github.com/ovn-transparent/ovn-transparent/node/gateway"
+)
+
+// Config is the node agent's validated configuration.
+type Config = agent.Config
+
+func flags() []cli.Flag {
+	host, _ := os.Hostname()
+	return []cli.Flag{
+		cliapp.String("node-name", host, "this node's name in Kubernetes"),
+		cliapp.String("kubeconfig", "", "kubeconfig file; empty means in-cluster configuration"),
+		cliapp.String("sb-address", "", "OVN Southbound remotes for ovn-controller, comma separated"),
+		cliapp.String("ovs-address", defaultOVSAddress, "local Open_vSwitch database"),
+		cliapp.String("encap-type", "geneve", "tunnel encapsulation: geneve, or stt (needs an OVS build up to 3.5)"),
+		cliapp.String("encap-ip", "", "tunnel endpoint address; empty means the node's InternalIP"),
+		cliapp.Int("mtu", 1400, "pod interface MTU (the underlay's minus the tunnel overhead)"),
+		cliapp.String("datapath-type", "system", "datapath of the node's bridges: system (kernel module) or netdev (userspace)"),
+		cliapp.String("uplink-interface", "", "interface to the physical network, moved into the gateway bridge"),
+		cliapp.String("gateway-bridge", "br-phy", "the bridge that holds the uplink and takes over the node's address"),
+		cliapp.String("physical-network", "physnet", "name of the physical network in ovn-bridge-mappings"),
+		cliapp.String("ovs-rundir", "", "ovs-vswitchd's run directory, where the gateway bridge's OpenFlow socket <bridge>.mgmt is; empty: the directory of a unix: --ovs-address, else "+defaultOVSRunDir),
+		cliapp.Duration("gateway-resync", gateway.DefaultResync, "how often the gateway bridge's flows are read back and restored"),
+		cliapp.String("nodeport-gr-ip", gateway.DefaultNodePortGRIP, "the gateway routers' address of NodePorts, which the gateway bridge rewrites the node IP to and from (must be what ovnt-master uses); empty: no rewrite"),
+		cliapp.Bool("local-nodeports", true, "rewrite the host's own connections to its NodePorts to the Service's ClusterIP (Linux: nf_tables table ip ovnt-local-nodeport; not implemented on Windows)"),
+		cliapp.String("cluster-cidr", "10.244.0.0/16", "pod address ranges, comma separated, routed from the node through the management port"),
+		cliapp.String("service-cidr", "10.96.0.0/16", "service address ranges, comma separated, routed from the node through the management port"),
+		cliapp.String("cni-socket", defaultCNISocket, "where the CNI plugin reaches this agent"),
+		cliapp.String("cni-bin-dir", defaultCNIBinDir, "where the CNI plugin binary is installed"),
+		cliapp.String("cni-conf-dir", defaultCNIConfDir, "where the CNI network configuration is written"),
+		cliapp.String("cni-plugin", "", "the ovnt-cni binary to install; empty means the one beside this binary"),
+		cliapp.Duration("pod-annotation-timeout", 30*time.Second, "how long CNI ADD waits for the master to annotate the pod"),
+		cliapp.Duration("port-install-timeout", time.Minute, "how long CNI ADD waits for ovn-controller to install the pod's port"),
+		cliapp.Int("log-level", 0, "log verbosity (1: every CNI call)"),
+	}
+}
+
+// configFrom reads and validates the flags.
+func configFrom(c *cli.Context) (Config, error) {
+	cfg := Config{
+		NodeName:           c.String("node-name"),
+		Kubeconfig:         c.String("kubeconfig"),
+		SBAddress:          c.String("sb-address"),
+		OVSAddress:         c.String("ovs-address"),
+		EncapType:          c.String("encap-type"),
+		MTU:                c.Int("mtu"),
+		DatapathType:       c.String("datapath-type"),
+		UplinkIface:        c.String("uplink-interface"),
+		GatewayBridge:      c.String("gateway-bridge"),
+		PhysicalNetwork:    c.String("physical-network"),
+		OVSRunDir:          ovsRunDir(c.String("ovs-rundir"), c.String("ovs-address")),
+		GatewayResync:      c.Duration("gateway-resync"),
+		LocalNodePorts:     c.Bool("local-nodeports"),
+		CNISocket:          c.String("cni-socket"),
+		CNIBinDir:          c.String("cni-bin-dir"),
+		CNIConfDir:         c.String("cni-conf-dir"),
+		CNIPlugin:          c.String("cni-plugin"),
+		AnnotationTTL:      c.Duration("pod-annotation-timeout"),
+		PortInstallTimeout: c.Duration("port-install-timeout"),
+	}
+	if s := c.String("nodeport-gr-ip"); s != "" {
+		ip, err := netip.ParseAddr(s)
+		if err != nil || !ip.Is4() {
+			return Config{}, fmt.Errorf("--nodeport-gr-ip %q: not an IPv4 address", s)
+		}
+		cfg.NodePortGRIP = ip
+	}
+	if s := c.String("encap-ip"); s != "" {
+		ip, err := netip.ParseAddr(s)
+		if err != nil {
+			return Config{}, fmt.Errorf("--encap-ip %q: %w", s, err)
+		}
+		cfg.EncapIP = ip
+	}
+	var err error
+	if cfg.ClusterCIDRs, err = prefixes("cluster-cidr", c.String("cluster-cidr")); err != nil {
+		return Config{}, err
+	}
+	if cfg.ServiceCIDRs, err = prefixes("service-cidr", c.String("service-cidr")); err != nil {
+		return Config{}, err
+	}
+	return cfg, validate(cfg)
+}
+
+// ovsRunDir is where ovs-vswitchd's sockets are: as given, else beside a unix: database
+// socket (OVS keeps db.sock and the bridges' <bridge>.mgmt in its one run directory), else
+// the platform's default.
+func ovsRunDir(flag, ovsAddress string) string {
+	if flag != "" {
+		return flag
+	}
+	if path, ok := strings.CutPrefix(ovsAddress, "unix:"); ok && filepath.IsAbs(path) {
+		return filepath.Dir(path)
+	}
+	return defaultOVSRunDir
+}
+
+func prefixes(flag, s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			return nil, fmt.Errorf("--%s %q: %w", flag, f, err)
+		}
+		if p != p.Masked() {
+			return nil, fmt.Errorf("--%s %q: host bits set", flag, f)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func validate(c Config) error {
+	switch {
+	case c.NodeName == "":
+		return fmt.Errorf("--node-name is empty")
+	case c.EncapType != "geneve" && c.EncapType != "stt":
+		return fmt.Errorf("--encap-type %q: must be geneve or stt", c.EncapType)
+	case c.MTU < 576 || c.MTU > 9000:
+		return fmt.Errorf("--mtu %d: must be between 576 and 9000", c.MTU)
+	case c.DatapathType != "system" && c.DatapathType != "netdev":
+		return fmt.Errorf("--datapath-type %q: must be system or netdev", c.DatapathType)
+	case c.UplinkIface != "" && c.GatewayBridge == "":
+		return fmt.Errorf("--gateway-bridge is empty but --uplink-interface is set")
+	case c.GatewayResync <= 0:
+		return fmt.Errorf("--gateway-resync %s: must be positive", c.GatewayResync)
+	case c.AnnotationTTL <= 0:
+		return fmt.Errorf("--pod-annotation-timeout %s: must be positive", c.AnnotationTTL)
+	case c.PortInstallTimeout <= 0:
+		return fmt.Errorf("--port-install-timeout %s: must be positive", c.PortInstallTimeout)
+	case c.CNISocket == "":
+		return fmt.Errorf("--cni-socket is empty")
+	}
+	return nil
+}

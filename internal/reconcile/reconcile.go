@@ -1,0 +1,135 @@
+// Package reconcile is the one work loop every controller of both binaries runs: event
+// handlers Add a key and nothing else; workers take keys off a rate-limited queue and call
+// the controller's sync, which rebuilds the key's desired state from caches and converges.
+// A key whose sync fails is retried with backoff; a key added while it is being synced is
+// synced once more afterwards, never twice at the same time (client-go's workqueue).
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"golang.org/x/time/rate"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// SyncFunc converges one key. It returns nil when the key's state is what it should be, or
+// when nothing will ever make it so (bad input, reported as an Event); an error means "retry".
+type SyncFunc[K comparable] func(ctx context.Context, key K) error
+
+// Waiting is an error that means the key waits for something another key creates (a parent
+// row, a node's subnet): it is retried like any error but logged quietly.
+type Waiting interface {
+	error
+	Waiting() string // what the key waits for
+}
+
+// Options tune a Loop; the zero value is usable.
+type Options struct {
+	// Workers is how many keys are synced in parallel; zero means 1.
+	Workers int
+	// MinRetry and MaxRetry bound the per-key exponential backoff; zero means 20 ms and 30 s.
+	MinRetry, MaxRetry time.Duration
+	// QPS and Burst bound how fast retried keys come back overall; zero means 100 and 500.
+	QPS   float64
+	Burst int
+}
+
+// Loop is a typed work queue with its workers.
+type Loop[K comparable] struct {
+	name    string
+	sync    SyncFunc[K]
+	log     logr.Logger
+	workers int
+	queue   workqueue.TypedRateLimitingInterface[K]
+}
+
+// New returns a loop named name (in logs) that calls sync for every key added.
+func New[K comparable](name string, sync SyncFunc[K], log logr.Logger, o Options) *Loop[K] {
+	if o.Workers <= 0 {
+		o.Workers = 1
+	}
+	if o.MinRetry <= 0 {
+		o.MinRetry = 20 * time.Millisecond
+	}
+	if o.MaxRetry <= 0 {
+		o.MaxRetry = 30 * time.Second
+	}
+	if o.QPS <= 0 {
+		o.QPS = 100
+	}
+	if o.Burst <= 0 {
+		o.Burst = 500
+	}
+	limiter := workqueue.NewTypedMaxOfRateLimiter[K](
+		// Transient failures (a database unreachable, a parent not created yet) retry
+		// quickly at first, and at least every MaxRetry.
+		workqueue.NewTypedItemExponentialFailureRateLimiter[K](o.MinRetry, o.MaxRetry),
+		&workqueue.TypedBucketRateLimiter[K]{Limiter: rate.NewLimiter(rate.Limit(o.QPS), o.Burst)},
+	)
+	return &Loop[K]{
+		name: name, sync: sync, log: log.WithValues("loop", name), workers: o.Workers,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(limiter,
+			workqueue.TypedRateLimitingQueueConfig[K]{Name: name}),
+	}
+}
+
+// Add queues key for a sync. It is safe to call from any goroutine, before or during Run.
+func (l *Loop[K]) Add(key K) { l.queue.Add(key) }
+
+// AddAfter queues key for a sync after d.
+func (l *Loop[K]) AddAfter(key K, d time.Duration) { l.queue.AddAfter(key, d) }
+
+// Len is the number of keys waiting.
+func (l *Loop[K]) Len() int { return l.queue.Len() }
+
+// Run syncs keys until ctx is done, then waits for the syncs in progress and returns. Call it
+// once; keys added before Run are synced first.
+func (l *Loop[K]) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for range l.workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for l.next(ctx) {
+			}
+		}()
+	}
+	<-ctx.Done()
+	l.queue.ShutDown()
+	wg.Wait()
+}
+
+// ShutDown stops the queue: Run's workers return once their current key is done.
+func (l *Loop[K]) ShutDown() { l.queue.ShutDown() }
+
+func (l *Loop[K]) next(ctx context.Context) bool {
+	key, quit := l.queue.Get()
+	if quit {
+		return false
+	}
+	defer l.queue.Done(key)
+	if ctx.Err() != nil {
+		return false
+	}
+	start := time.Now()
+	err := l.sync(ctx, key)
+	if err == nil {
+		l.queue.Forget(key)
+		l.log.V(4).Info("Synced", "key", fmt.Sprint(key), "took", time.Since(start))
+		return true
+	}
+	var w Waiting
+	switch {
+	case errors.As(err, &w):
+		l.log.V(2).Info("Waiting", "key", fmt.Sprint(key), "for", w.Waiting())
+	case ctx.Err() == nil:
+		l.log.Error(err, "Sync failed, will retry", "key", fmt.Sprint(key), "retries", l.queue.NumRequeues(key))
+	}
+	l.queue.AddRateLimited(key)
+	return true
+}

@@ -1,0 +1,117 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/ovn-transparent/ovn-transparent/internal/cni"
+	"github.com/ovn-transparent/ovn-transparent/node/cniserver"
+	"github.com/ovn-transparent/ovn-transparent/node/gateway"
+	"github.com/ovn-transparent/ovn-transparent/node/hostnet"
+	"github.com/ovn-transparent/ovn-transparent/node/install"
+	"github.com/ovn-transparent/ovn-transparent/node/ovs"
+	"github.com/ovn-transparent/ovn-transparent/node/pods"
+)
+
+// Run is the agent's life: chassis first (ovn-controller can start while the rest comes
+// up) and the gateway bridge's flows, then the API server, then the CNI socket, and the
+// plugin is installed last, so a runtime that finds the configuration finds an agent
+// answering behind it. It returns nil when ctx ends; pods keep their interfaces and ports,
+// and the gateway bridge its flows, across a restart.
+func Run(ctx context.Context, cfg Config, log logr.Logger) error {
+	start := time.Now()
+	sw, err := ovs.Connect(ctx, cfg.OVSAddress, log.WithName("ovsdb"))
+	if err != nil {
+		return err
+	}
+	defer sw.Close()
+	host := hostnet.New()
+	ch, addr, err := setupChassis(ctx, cfg, sw, host)
+	if err != nil {
+		return fmt.Errorf("chassis: %w", err)
+	}
+	log.Info("chassis configured", "systemID", ch.ChassisID, "nodeIP", ch.NodeIP, "took", time.Since(start).Round(time.Millisecond))
+	var gw *gateway.Controller
+	if cfg.UplinkIface != "" {
+		var stopGateway func()
+		gw, stopGateway, err = startGateway(ctx, cfg, sw, addr, log.WithName("gateway"))
+		if err != nil {
+			return fmt.Errorf("gateway bridge: %w", err)
+		}
+		defer stopGateway()
+	}
+
+	client, err := kubeClient(cfg.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	watcher := pods.NewWatcher(client, cfg.NodeName)
+	watcher.Start(ctx)
+	nodes := newNodeController(cfg, client, sw, host, ch, log.WithName("node"))
+	go nodes.run(ctx)
+	stopServices := startServices(ctx, cfg, client, addr, gw, log.WithName("services"))
+	defer stopServices()
+
+	ready := func(ctx context.Context) error { return readiness(ctx, cfg, sw, watcher, nodes) }
+	srv := cniserver.New(cniserver.Config{
+		Bridge: IntegrationBridge, MTU: cfg.MTU,
+		AnnotationTimeout: cfg.AnnotationTTL, InstallTimeout: cfg.PortInstallTimeout,
+	}, host, sw, watcher, ready, log.WithName("cni"))
+	ln, err := cniserver.Listen(ctx, cfg.CNISocket)
+	if err != nil {
+		return err
+	}
+	httpSrv := cni.NewServer(srv.Handle)
+	served := make(chan error, 1)
+	go func() { served <- httpSrv.Serve(ln) }()
+	if err := install.Plugin(pluginPath(cfg), cfg.CNIBinDir, cfg.CNIConfDir, cfg.CNISocket); err != nil {
+		httpSrv.Close()
+		return fmt.Errorf("installing the CNI plugin: %w", err)
+	}
+	log.Info("serving CNI", "socket", cfg.CNISocket, "took", time.Since(start).Round(time.Millisecond))
+
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		return fmt.Errorf("CNI server: %w", err)
+	}
+	// Let calls in flight finish (an ADD may be waiting for ovn-controller), within bounds.
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := httpSrv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Error(err, "stopping the CNI server")
+	}
+	return nil
+}
+
+func kubeClient(kubeconfig string) (kubernetes.Interface, error) {
+	// An empty path makes clientcmd use the in-cluster configuration.
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	rc.UserAgent = "ovnt-node"
+	return kubernetes.NewForConfig(rc)
+}
+
+// pluginPath is the ovnt-cni to install: the configured one, else the one shipped beside
+// the agent's own binary.
+func pluginPath(cfg Config) string {
+	if cfg.CNIPlugin != "" {
+		return cfg.CNIPlugin
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return cni.PluginType
+	}
+	return filepath.Join(filepath.Dir(self), filepath.Base(cni.PluginType)+filepath.Ext(self))
+}

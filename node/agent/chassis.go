@@ -1,0 +1,105 @@
+package agent
+
+import (
+	"context"
+	"net"
+	"runtime"
+
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
+	"github.com/ovn-transparent/ovn-transparent/node/hostnet"
+	"github.com/ovn-transparent/ovn-transparent/node/ovs"
+)
+
+// setupChassis makes the node an OVN chassis: br-int, the gateway bridge with the node's
+// address, the settings ovn-controller reads, and the management port's OVS side. It returns
+// what the Node's chassis annotation says and the node's address. Every step converges, so a
+// restart changes nothing.
+func setupChassis(ctx context.Context, cfg Config, sw *ovs.Switch, host hostnet.Host) (contract.NodeChassisInfo, hostnet.NodeAddress, error) {
+	// fail_mode=secure: until ovn-controller has installed its flows br-int drops
+	// everything instead of switching between pods. disable-in-band: ovn-controller talks
+	// OpenFlow over a unix socket, so in-band control flows have nothing to protect.
+	err := sw.EnsureBridge(ctx, ovs.Bridge{
+		Name: IntegrationBridge, DatapathType: cfg.DatapathType, FailMode: "secure",
+		OtherConfig: map[string]string{"disable-in-band": "true"},
+	})
+	if err != nil {
+		return contract.NodeChassisInfo{}, hostnet.NodeAddress{}, err
+	}
+	addr, err := host.SetupUplink(ctx, hostnet.Uplink{
+		Iface: cfg.UplinkIface, Bridge: cfg.GatewayBridge, PreferIP: cfg.EncapIP,
+		Attach: func(ctx context.Context, mac net.HardwareAddr) error {
+			// hwaddr pins the bridge's MAC to the uplink's: OVS would otherwise pick one
+			// of its ports' MACs, which changes as ovn-controller adds patch ports.
+			return sw.EnsureBridge(ctx, ovs.Bridge{
+				Name: cfg.GatewayBridge, DatapathType: cfg.DatapathType,
+				OtherConfig: map[string]string{"hwaddr": mac.String()},
+				Uplinks:     []string{cfg.UplinkIface},
+				Protocols:   gatewayProtocols,
+			})
+		},
+		AttachHostPort: func(ctx context.Context, name string) error {
+			_, err := sw.EnsurePort(ctx, cfg.GatewayBridge, ovs.Port{Name: name, Type: "internal"})
+			return err
+		},
+	})
+	if err != nil {
+		return contract.NodeChassisInfo{}, hostnet.NodeAddress{}, err
+	}
+	encapIP := cfg.EncapIP
+	if !encapIP.IsValid() {
+		encapIP = addr.IP.Addr()
+	}
+	ch := ovs.Chassis{
+		SystemID: cfg.NodeName, Hostname: cfg.NodeName, SBRemote: cfg.SBAddress,
+		EncapType: cfg.EncapType, EncapIP: encapIP.String(), DatapathType: cfg.DatapathType,
+	}
+	if cfg.UplinkIface != "" {
+		ch.BridgeMappings = cfg.PhysicalNetwork + ":" + cfg.GatewayBridge
+	}
+	systemID, err := sw.EnsureChassis(ctx, ch)
+	if err != nil {
+		return contract.NodeChassisInfo{}, hostnet.NodeAddress{}, err
+	}
+	// The management port exists from the start, so ovn-controller can bind it as soon as
+	// the master creates its logical port; its MAC and address wait for the node subnet.
+	if _, err := sw.EnsurePort(ctx, IntegrationBridge, mgmtPort(cfg, nil)); err != nil {
+		return contract.NodeChassisInfo{}, hostnet.NodeAddress{}, err
+	}
+	info := contract.NodeChassisInfo{
+		ChassisID: systemID, NodeIP: addr.IP.String(), GatewayMAC: addr.MAC.String(), OS: runtime.GOOS,
+	}
+	if addr.NextHop.IsValid() {
+		info.NextHop = addr.NextHop.String()
+	}
+	return info, addr, info.Validate()
+}
+
+// gatewayProtocols are the OpenFlow versions the gateway bridge must allow: 1.4 for the
+// agent's atomic flow syncs (1.3 would do, without atomicity), 1.0 for an operator's plain
+// `ovs-ofctl dump-flows`. They are written rather than left to an empty column, whose
+// meaning depends on the OVS release (older ones enable 1.0 to 1.3 only); versions an
+// operator added are kept.
+var gatewayProtocols = []string{"OpenFlow10", "OpenFlow13", "OpenFlow14"}
+
+// MgmtIfName is the management port's device and OVS port name: its logical port's name,
+// k8s-<node>, cut to the 15 characters a Linux interface name may have (one per node, so a
+// cut name cannot collide).
+func MgmtIfName(node string) string {
+	name := "k8s-" + node
+	if len(name) > 15 {
+		name = name[:15]
+	}
+	return name
+}
+
+// mgmtPort is the management port's OVS side; mac is nil until the node subnet is known.
+func mgmtPort(cfg Config, mac net.HardwareAddr) ovs.Port {
+	p := ovs.Port{
+		Name: MgmtIfName(cfg.NodeName), Type: "internal", MTURequest: cfg.MTU,
+		ExternalIDs: map[string]string{"iface-id": "k8s-" + cfg.NodeName},
+	}
+	if mac != nil {
+		p.MAC = mac.String()
+	}
+	return p
+}

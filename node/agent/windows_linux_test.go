@@ -1,0 +1,278 @@
+package agent
+
+// The Windows node's start-up, run on Linux: the agent's own setupChassis and management
+// port code over hostnet.Transparent, with HNS and the host's IP configuration from
+// hns.Model and a real ovsdb-server. The tests check the state both leave.
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
+	"github.com/ovn-transparent/ovn-transparent/node/hns"
+	"github.com/ovn-transparent/ovn-transparent/node/hostnet"
+	"github.com/ovn-transparent/ovn-transparent/node/ovstest"
+)
+
+var (
+	winMAC, _ = net.ParseMAC("00:15:5d:01:02:03")
+	winIP     = netip.MustParsePrefix("172.18.0.5/24")
+	winGW     = netip.MustParseAddr("172.18.0.254")
+	winDNS    = netip.MustParseAddr("172.18.0.53")
+	winRoute  = hns.Route{Dst: netip.MustParsePrefix("192.168.50.0/24"), NextHop: netip.MustParseAddr("172.18.0.250")}
+)
+
+// windowsHost is a Windows Server with one physical adapter, Ethernet0, and a vNIC of some
+// other vSwitch; HNS moves the adapter's configuration 300ms after creating the network.
+func windowsHost() *hns.Model {
+	m := hns.NewModel()
+	m.IPMoveDelay = 300 * time.Millisecond
+	m.AddAdapter("Ethernet0", winMAC, true, hns.IPConfig{Addrs: []netip.Prefix{winIP}, Gateway: winGW,
+		DNS: []netip.Addr{winDNS}, Routes: []hns.Route{winRoute}, MTU: 1500})
+	m.AddAdapter("vEthernet (nat)", winMAC, false, hns.IPConfig{})
+	return m
+}
+
+func transparent(m *hns.Model) *hostnet.Transparent {
+	return hostnet.NewTransparent(m, m, m, hostnet.TransparentConfig{IPMoveTimeout: 3 * time.Second, Poll: 20 * time.Millisecond,
+		DeleteTimeout: time.Second, Log: logr.Discard()})
+}
+
+func windowsConfig(encap string) Config {
+	return Config{
+		NodeName: "win1", SBAddress: "tcp:172.18.0.1:6642", EncapType: encap, MTU: 1400,
+		UplinkIface: "Ethernet0", GatewayBridge: "br-phy", PhysicalNetwork: "physnet",
+		ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")},
+		ServiceCIDRs: []netip.Prefix{netip.MustParsePrefix("10.96.0.0/16")},
+	}
+}
+
+func TestWindowsStartupAndAdoption(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db := ovstest.Start(t)
+	sw := db.Connect()
+	m := windowsHost()
+	cfg := windowsConfig("geneve")
+
+	for run := range 2 { // the second run is the agent restarted: it adopts what the first made
+		info, addr, err := setupChassis(ctx, cfg, sw, transparent(m))
+		if err != nil {
+			t.Fatalf("run %d: %v", run, err)
+		}
+		calls := m.Calls()
+		created := slices.Contains(calls, "CreateTransparentNetwork")
+		if created != (run == 0) {
+			t.Errorf("run %d: network created %v (calls %v)", run, created, calls)
+		}
+		if run == 1 && slices.Contains(calls, "EnableExtension") {
+			t.Errorf("restart enabled the extension again: %v", calls)
+		}
+		if addr.IfName != "vEthernet (Ethernet0)" || addr.HostPort != "vEthernet (Ethernet0)" || addr.IP != winIP || addr.NextHop != winGW || addr.MAC.String() != winMAC.String() {
+			t.Errorf("run %d: node address %+v", run, addr)
+		}
+		if info.NodeIP != winIP.String() || info.ChassisID != "win1" {
+			t.Errorf("run %d: chassis info %+v", run, info)
+		}
+		checkWindowsHNS(t, m)
+		checkWindowsOVS(t, db, "geneve")
+	}
+}
+
+// checkWindowsHNS: one Transparent network on Ethernet0 with the OVS extension, and the
+// node's whole IP configuration on the host vNIC (HNS moved it; enabling the extension
+// before the move would have lost it).
+func checkWindowsHNS(t *testing.T, m *hns.Model) {
+	t.Helper()
+	nets := m.Networks()
+	if len(nets) != 1 || nets[0].Name != "ovn-transparent" || nets[0].Type != hns.TypeTransparent || nets[0].Adapter != "Ethernet0" ||
+		!slices.Equal(nets[0].Extensions, []string{hns.OVSExtensionID}) {
+		t.Fatalf("HNS networks %+v", nets)
+	}
+	v, ok := m.InterfaceNow("vEthernet (Ethernet0)")
+	if !ok || !slices.Equal(v.Addrs, []netip.Prefix{winIP}) || v.Gateway != winGW || !slices.Equal(v.DNS, []netip.Addr{winDNS}) ||
+		!slices.Equal(v.Routes, []hns.Route{winRoute}) {
+		t.Fatalf("host vNIC %+v", v)
+	}
+	if a, _ := m.InterfaceNow("Ethernet0"); len(a.Addrs) != 0 {
+		t.Fatalf("the adapter kept addresses %v", a.Addrs)
+	}
+}
+
+func checkWindowsOVS(t *testing.T, db *ovstest.DB, encap string) {
+	t.Helper()
+	ports := strings.Split(db.Vsctl("list-ports", "br-phy"), "\n")
+	slices.Sort(ports)
+	if want := []string{"Ethernet0", "vEthernet (Ethernet0)"}; !slices.Equal(ports, want) {
+		t.Errorf("br-phy ports %q, want %q", ports, want)
+	}
+	for iface, typ := range map[string]string{"Ethernet0": `""`, "vEthernet (Ethernet0)": "internal", "k8s-win1": "internal"} {
+		if got := db.Vsctl("get", "Interface", iface, "type"); got != typ {
+			t.Errorf("interface %q type %s, want %s", iface, got, typ)
+		}
+	}
+	if got := db.Vsctl("get", "Bridge", "br-phy", "other_config:hwaddr"); got != `"`+winMAC.String()+`"` {
+		t.Errorf("br-phy hwaddr %s, want the adapter's MAC", got)
+	}
+	if got := db.Vsctl("list-ports", "br-int"); got != "k8s-win1" {
+		t.Errorf("br-int ports %q", got)
+	}
+	if got := db.Vsctl("get", "Bridge", "br-int", "fail_mode"); got != "secure" {
+		t.Errorf("br-int fail_mode %s", got)
+	}
+	if got := db.Vsctl("get", "Interface", "k8s-win1", "external_ids:iface-id"); got != "k8s-win1" {
+		t.Errorf("management port iface-id %s", got)
+	}
+	for k, want := range map[string]string{
+		"system-id": "win1", "ovn-encap-type": encap, "ovn-encap-ip": winIP.Addr().String(),
+		"ovn-bridge-mappings": "physnet:br-phy", "ovn-remote": "tcp:172.18.0.1:6642",
+	} {
+		if got := strings.Trim(db.Vsctl("get", "Open_vSwitch", ".", "external_ids:"+k), `"`); got != want {
+			t.Errorf("Open_vSwitch external_ids:%s = %q, want %q", k, got, want)
+		}
+	}
+}
+
+// Some Windows builds never move the configuration: the node restores it itself.
+func TestWindowsStartupRestoresLostIP(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db := ovstest.Start(t)
+	m := windowsHost()
+	m.IPMoveLost = true
+	host := hostnet.NewTransparent(m, m, m, hostnet.TransparentConfig{IPMoveTimeout: 500 * time.Millisecond, Poll: 20 * time.Millisecond, Log: logr.Discard()})
+	if _, _, err := setupChassis(ctx, windowsConfig("stt"), db.Connect(), host); err != nil {
+		t.Fatal(err)
+	}
+	checkWindowsHNS(t, m)
+	checkWindowsOVS(t, db, "stt")
+}
+
+func TestWindowsStartupRefusesVirtualAdapter(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db := ovstest.Start(t)
+	m := windowsHost()
+	cfg := windowsConfig("geneve")
+	cfg.UplinkIface = "vEthernet (nat)"
+	_, _, err := setupChassis(ctx, cfg, db.Connect(), transparent(m))
+	if err == nil || !strings.Contains(err.Error(), "physical adapter") {
+		t.Fatalf("start-up on a virtual adapter: %v, want a refusal naming the physical adapter", err)
+	}
+	if n := m.Networks(); len(n) != 0 {
+		t.Errorf("HNS networks after the refusal: %+v", n)
+	}
+	if _, err := db.TryVsctl("br-exists", "br-phy"); err == nil {
+		t.Error("br-phy exists after the refusal")
+	}
+}
+
+func TestWindowsManagementPort(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db := ovstest.Start(t)
+	sw := db.Connect()
+	m := windowsHost()
+	host := transparent(m)
+	cfg := windowsConfig("geneve")
+	if _, _, err := setupChassis(ctx, cfg, sw, host); err != nil {
+		t.Fatal(err)
+	}
+	c := &nodeController{cfg: cfg, sw: sw, host: host}
+	for _, subnet := range []string{"10.244.3.0/24", "10.244.3.0/24", "10.244.7.0/24"} { // again, then a new subnet
+		s := netip.MustParsePrefix(subnet)
+		if err := c.setupManagementPort(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		gw := s.Addr().Next()
+		ip := netip.PrefixFrom(gw.Next(), 24)
+		mac := contract.MACFromIP(ip.Addr())
+		var eps []hns.Endpoint
+		for _, e := range m.AllEndpoints() {
+			if e.Name == "k8s-win1" {
+				eps = append(eps, e)
+			}
+		}
+		if len(eps) != 1 || eps[0].MAC.String() != mac.String() || !slices.Equal(eps[0].IPs, []netip.Prefix{ip}) || eps[0].Namespace == "" {
+			t.Fatalf("%s: management endpoints %+v", subnet, eps)
+		}
+		v, ok := m.InterfaceNow("vEthernet (k8s-win1)")
+		wantRoutes := []hns.Route{{Dst: cfg.ClusterCIDRs[0], NextHop: gw}, {Dst: cfg.ServiceCIDRs[0], NextHop: gw}}
+		if !ok || !slices.Equal(v.Addrs, []netip.Prefix{ip}) || !slices.Equal(v.Routes, wantRoutes) || v.MTU != 1400 || v.Gateway.IsValid() {
+			t.Fatalf("%s: management vNIC %+v", subnet, v)
+		}
+		if got := db.Vsctl("get", "Interface", "k8s-win1", "mac"); got != `"`+mac.String()+`"` {
+			t.Errorf("%s: management port mac %s, want %s", subnet, got, mac)
+		}
+	}
+}
+
+// The agent dies after creating the network and before HNS moved (or it restored) the
+// host's configuration, on a build that never moves it: the restarted agent adopts the
+// network and restores the configuration it saved to disk.
+func TestWindowsStartupRestoresAfterCrash(t *testing.T) {
+	db := ovstest.Start(t)
+	sw := db.Connect()
+	m := windowsHost()
+	m.IPMoveLost = true
+	state := t.TempDir()
+	host := func(stateDir string) *hostnet.Transparent {
+		return hostnet.NewTransparent(m, m, m, hostnet.TransparentConfig{IPMoveTimeout: 400 * time.Millisecond,
+			Poll: 20 * time.Millisecond, StateDir: stateDir, Log: logr.Discard()})
+	}
+	crash, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+	defer cancel()
+	if _, _, err := setupChassis(crash, windowsConfig("geneve"), sw, host(state)); err == nil {
+		t.Fatal("start-up finished within the crash's deadline; the test proves nothing")
+	}
+	if n := m.Networks(); len(n) != 1 {
+		t.Fatalf("networks after the crash: %+v", n)
+	}
+	if v, _ := m.InterfaceNow("vEthernet (Ethernet0)"); len(v.Addrs) != 0 {
+		t.Fatalf("the vNIC has addresses %v after the crash", v.Addrs)
+	}
+	m.Calls()
+	ctx, cancel2 := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel2()
+	if _, _, err := setupChassis(ctx, windowsConfig("geneve"), sw, host(t.TempDir())); err == nil {
+		t.Fatal("a restart without the saved configuration adopted a network without the node's address")
+	}
+	if _, _, err := setupChassis(ctx, windowsConfig("geneve"), sw, host(state)); err != nil {
+		t.Fatal(err)
+	}
+	if calls := m.Calls(); slices.Contains(calls, "CreateTransparentNetwork") {
+		t.Errorf("the restart created a network: %v", calls)
+	}
+	checkWindowsHNS(t, m)
+	checkWindowsOVS(t, db, "geneve")
+}
+
+// A network of the agent's name bound to another adapter is not adopted: the agent stops
+// and says how to remove it, and touches neither HNS nor OVS.
+func TestWindowsStartupRefusesForeignNetwork(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db := ovstest.Start(t)
+	m := windowsHost()
+	m.AddAdapter("Ethernet1", winMAC, true, hns.IPConfig{})
+	if _, err := m.CreateTransparentNetwork(ctx, "ovn-transparent", "Ethernet1"); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := setupChassis(ctx, windowsConfig("geneve"), db.Connect(), transparent(m))
+	if err == nil || !strings.Contains(err.Error(), "Remove-HnsNetwork") {
+		t.Fatalf("start-up with a foreign network: %v, want a refusal saying how to remove it", err)
+	}
+	if n := m.Networks(); len(n) != 1 || n[0].Adapter != "Ethernet1" || len(n[0].Extensions) != 0 {
+		t.Errorf("HNS networks after the refusal: %+v", n)
+	}
+	if _, err := db.TryVsctl("br-exists", "br-phy"); err == nil {
+		t.Error("br-phy exists after the refusal")
+	}
+}

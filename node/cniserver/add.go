@@ -1,0 +1,159 @@
+package cniserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/ovn-transparent/ovn-transparent/internal/cni"
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
+	"github.com/ovn-transparent/ovn-transparent/node/hostnet"
+	"github.com/ovn-transparent/ovn-transparent/node/ovs"
+	"github.com/ovn-transparent/ovn-transparent/node/pods"
+)
+
+// rollbackTimeout bounds the undoing of a failed ADD, which runs even when the request's
+// context is done (the runtime gave up waiting).
+const rollbackTimeout = 30 * time.Second
+
+// add connects the pod: its interface, its port on br-int, and ovn-controller's go-ahead.
+// A repeated ADD finds everything in place, creates nothing and returns the same result.
+func (s *Server) add(ctx context.Context, req cni.Request, conf cni.NetConf) ([]byte, error) {
+	if err := required(req, true); err != nil {
+		return nil, err
+	}
+	if req.Netns == "" {
+		return nil, types.NewError(types.ErrInvalidEnvironmentVariables, "CNI_NETNS is empty", "")
+	}
+	pod, err := cni.ParsePodArgs(req.Args)
+	if err != nil {
+		return nil, err
+	}
+	defer s.locks.lock(req.ContainerID)()
+	fail := func(err error) error {
+		return fmt.Errorf("ADD pod %s (container %s): %w", pod, req.ContainerID, err)
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, s.cfg.AnnotationTimeout)
+	pn, uid, err := s.pods.Network(waitCtx, pod)
+	cancel()
+	if errors.Is(err, pods.ErrNotFound) {
+		return nil, fail(types.NewError(types.ErrUnknownContainer, err.Error(), ""))
+	}
+	if err != nil {
+		return nil, fail(err)
+	}
+	p := s.podInterface(req, pn)
+	if d := conf.RuntimeConfig.DNS; d != nil {
+		p.DNS = podDNS(d)
+	}
+	att, err := s.attach(ctx, pod, uid, p)
+	if err != nil {
+		return nil, fail(err)
+	}
+	out, err := result(conf.CNIVersion, p, att)
+	if err != nil {
+		return nil, fail(err)
+	}
+	return out, nil
+}
+
+func (s *Server) podInterface(req cni.Request, pn contract.PodNetwork) hostnet.PodInterface {
+	return hostnet.PodInterface{
+		PodRef: hostnet.PodRef{
+			ContainerID: req.ContainerID,
+			Netns:       req.Netns,
+			IfName:      req.IfName,
+			HostIfName:  hostnet.HostIfName(req.ContainerID, req.IfName),
+		},
+		MAC:      pn.MAC,
+		IPs:      pn.IPs,
+		Gateways: pn.Gateways,
+		Routes:   pn.Routes,
+		MTU:      s.cfg.MTU,
+	}
+}
+
+// attach makes the interface and the port and waits for ovn-controller; on failure it
+// undoes what this call created (and only that: a repeated ADD leaves the first one's work).
+func (s *Server) attach(ctx context.Context, pod cni.PodArgs, uid string, p hostnet.PodInterface) (hostnet.Attached, error) {
+	success := false
+	att, err := s.host.CreatePodInterface(ctx, p)
+	if err != nil {
+		return att, fmt.Errorf("pod interface: %w", err)
+	}
+	defer func() {
+		if !success && att.Created {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+			defer cancel()
+			if err := s.host.DeletePodInterface(rctx, p.PodRef); err != nil {
+				s.log.Error(err, "rolling back the pod interface", "pod", pod.String())
+			}
+		}
+	}()
+	portCreated, err := s.sw.EnsurePort(ctx, s.cfg.Bridge, ovs.Port{Name: att.HostIfName, Type: att.PortType,
+		MTURequest: att.PortMTU, ExternalIDs: portIDs(pod, uid, p)})
+	if err != nil {
+		return att, err
+	}
+	defer func() {
+		if !success && portCreated {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+			defer cancel()
+			if err := s.sw.DeletePort(rctx, att.HostIfName); err != nil {
+				s.log.Error(err, "rolling back the OVS port", "pod", pod.String())
+			}
+		}
+	}()
+	// Until ovn-controller has bound the port and installed its flows, the pod's packets
+	// are dropped; a pod that starts before that fails its first connections.
+	instCtx, cancel := context.WithTimeout(ctx, s.cfg.InstallTimeout)
+	defer cancel()
+	err = s.sw.Wait(instCtx, "ovn-controller to install port "+att.HostIfName, func() (bool, error) {
+		iface, ok := s.sw.Interface(instCtx, att.HostIfName)
+		if !ok {
+			return false, fmt.Errorf("port %s is gone", att.HostIfName)
+		}
+		if iface.Error != "" {
+			return false, fmt.Errorf("OVS cannot use %s: %s", att.HostIfName, iface.Error)
+		}
+		return iface.Installed(), nil
+	})
+	if err != nil {
+		return att, types.NewError(types.ErrTryAgainLater, err.Error(),
+			fmt.Sprintf("is logical switch port %s_%s in the NB and ovn-controller connected?", pod.Namespace, pod.Name))
+	}
+	success = true
+	return att, nil
+}
+
+// portIDs are the external_ids of the pod's interface in the switch.
+func portIDs(pod cni.PodArgs, uid string, p hostnet.PodInterface) map[string]string {
+	ids := map[string]string{
+		KeyIfaceID:     pod.Namespace + "_" + pod.Name,
+		KeyAttachedMAC: p.MAC.String(),
+		KeyContainerID: p.ContainerID,
+		KeyIfName:      p.IfName,
+		KeySandbox:     p.Netns,
+		KeyPod:         pod.String(),
+	}
+	if uid != "" {
+		ids[KeyIfaceIDVer] = uid
+	}
+	return ids
+}
+
+// podDNS converts the runtime's "dns" capability; a server that is not an address is
+// dropped (the runtime validated them; the pod keeps the others).
+func podDNS(d *cni.RuntimeDNS) hostnet.DNS {
+	out := hostnet.DNS{Search: d.Searches}
+	for _, s := range d.Servers {
+		if a, err := netip.ParseAddr(s); err == nil {
+			out.Servers = append(out.Servers, a)
+		}
+	}
+	return out
+}

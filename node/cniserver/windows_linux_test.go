@@ -1,0 +1,314 @@
+package cniserver
+
+// Pods on a Windows node, run on Linux: the server's ADD, DEL, CHECK and GC over
+// hostnet.Transparent with HNS from hns.Model and a real ovsdb-server; the tests check the
+// HNS endpoints and the OVS rows each call leaves.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	current "github.com/containernetworking/cni/pkg/types/100"
+	"github.com/go-logr/logr"
+
+	"github.com/ovn-transparent/ovn-transparent/internal/cni"
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
+	"github.com/ovn-transparent/ovn-transparent/node/hns"
+	"github.com/ovn-transparent/ovn-transparent/node/hostnet"
+	"github.com/ovn-transparent/ovn-transparent/node/ovs"
+	"github.com/ovn-transparent/ovn-transparent/node/ovstest"
+)
+
+// fakePods gives every pod 10.244.1.<n>/24, n from the pod's name ("web-<n>").
+type fakePods struct{}
+
+func (fakePods) Network(_ context.Context, p cni.PodArgs) (contract.PodNetwork, string, error) {
+	var n int
+	if _, err := fmt.Sscanf(p.Name, "web-%d", &n); err != nil {
+		return contract.PodNetwork{}, "", err
+	}
+	ip := netip.AddrFrom4([4]byte{10, 244, 1, byte(n)})
+	return contract.PodNetwork{IPs: []netip.Prefix{netip.PrefixFrom(ip, 24)}, MAC: contract.MACFromIP(ip),
+		Gateways: []netip.Addr{netip.MustParseAddr("10.244.1.1")}}, "uid-" + p.Name, nil
+}
+
+type winEnv struct {
+	t     *testing.T
+	db    *ovstest.DB
+	m     *hns.Model
+	srv   *Server
+	block sync.Map // iface-ids the fake ovn-controller does not install
+}
+
+func newWinEnv(t *testing.T) *winEnv {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	e := &winEnv{t: t, db: ovstest.Start(t), m: hns.NewModel()}
+	mac, _ := net.ParseMAC("00:15:5d:01:02:03")
+	e.m.AddAdapter("Ethernet0", mac, true, hns.IPConfig{Addrs: []netip.Prefix{netip.MustParsePrefix("172.18.0.5/24")}})
+	host := hostnet.NewTransparent(e.m, e.m, e.m, hostnet.TransparentConfig{IPMoveTimeout: 3 * time.Second,
+		Poll: 20 * time.Millisecond, DeleteTimeout: 300 * time.Millisecond, Log: logr.Discard()})
+	sw := e.db.Connect()
+	if err := sw.EnsureBridge(ctx, ovs.Bridge{Name: "br-int", FailMode: "secure"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := host.SetupUplink(ctx, hostnet.Uplink{Iface: "Ethernet0", Bridge: "br-phy",
+		Attach: func(context.Context, net.HardwareAddr) error { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.m.Calls()
+	e.db.FakeOVNController(func(id string) bool { _, ok := e.block.Load(id); return ok })
+	e.srv = New(Config{Bridge: "br-int", MTU: 1400, AnnotationTimeout: time.Second, InstallTimeout: 2 * time.Second},
+		host, sw, fakePods{}, func(context.Context) error { return nil }, logr.Discard())
+	return e
+}
+
+const winConf = `{"cniVersion":"1.1.0","name":"ovn-transparent","type":"ovnt-cni",
+ "runtimeConfig":{"dns":{"servers":["10.96.0.10"],"searches":["ns1.svc.cluster.local","svc.cluster.local","cluster.local"]}}}`
+
+// call makes a CNI call for pod web-<n> in namespace ns1, sandbox netns (an HCN namespace).
+func (e *winEnv) call(cmd string, n int, netns string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	return e.srv.Handle(ctx, cni.Request{Command: cmd, ContainerID: fmt.Sprintf("sandbox-%d", n), Netns: netns, IfName: "eth0",
+		Args: fmt.Sprintf("K8S_POD_NAMESPACE=ns1;K8S_POD_NAME=web-%d", n), StdinData: json.RawMessage(winConf)})
+}
+
+func podIfName(n int) string { return hostnet.HostIfName(fmt.Sprintf("sandbox-%d", n), "eth0") }
+
+// endpoints returns the pod endpoints in HNS by name.
+func (e *winEnv) endpoints() map[string]hns.Endpoint {
+	out := map[string]hns.Endpoint{}
+	for _, ep := range e.m.AllEndpoints() {
+		out[ep.Name] = ep
+	}
+	return out
+}
+
+// brIntPorts returns the pod ports on br-int.
+func (e *winEnv) brIntPorts() []string {
+	out := e.db.Vsctl("list-ports", "br-int")
+	if out == "" {
+		return nil
+	}
+	return strings.Split(out, "\n")
+}
+
+// checkPod checks pod n's endpoint and port as an ADD leaves them.
+func (e *winEnv) checkPod(n int, netns string) {
+	e.t.Helper()
+	name := podIfName(n)
+	ip := netip.AddrFrom4([4]byte{10, 244, 1, byte(n)})
+	ep, ok := e.endpoints()[name]
+	if !ok {
+		e.e("pod %d: no endpoint %s in HNS", n, name)
+		return
+	}
+	if ep.MAC.String() != contract.MACFromIP(ip).String() || !slices.Equal(ep.IPs, []netip.Prefix{netip.PrefixFrom(ip, 24)}) ||
+		ep.Gateway != netip.MustParseAddr("10.244.1.1") || ep.Namespace != netns ||
+		!slices.Equal(ep.DNS.Servers, []netip.Addr{netip.MustParseAddr("10.96.0.10")}) ||
+		!slices.Equal(ep.DNS.Search, []string{"ns1.svc.cluster.local", "svc.cluster.local", "cluster.local"}) {
+		e.e("pod %d: endpoint %+v", n, ep)
+	}
+	if v, ok := e.m.InterfaceNow(hns.HostVNIC(name)); !ok || v.MTU != 1400 {
+		e.e("pod %d: vNIC %+v (%v), want MTU 1400", n, v, ok)
+	}
+	for col, want := range map[string]string{
+		"type": "internal", "mtu_request": "1400", "external_ids:iface-id": "ns1_web-" + fmt.Sprint(n),
+		"external_ids:attached-mac": contract.MACFromIP(ip).String(), "external_ids:ovnt-sandbox": netns,
+	} {
+		if got, err := e.db.TryVsctl("get", "Interface", name, col); err != nil || strings.Trim(got, `"`) != want {
+			e.e("pod %d: interface %s %s = %s (%v), want %s", n, name, col, got, err, want)
+		}
+	}
+}
+
+func (e *winEnv) e(format string, args ...any) { e.t.Helper(); e.t.Errorf(format, args...) }
+
+// checkGone checks pod n left no endpoint and no port.
+func (e *winEnv) checkGone(what string, n int) {
+	e.t.Helper()
+	name := podIfName(n)
+	if _, ok := e.endpoints()[name]; ok {
+		e.e("%s: endpoint %s left in HNS", what, name)
+	}
+	if slices.Contains(e.brIntPorts(), name) {
+		e.e("%s: port %s left on br-int", what, name)
+	}
+}
+
+func TestWindowsPodAddDel(t *testing.T) {
+	e := newWinEnv(t)
+	ns := e.m.AddNamespace()
+	first, err := e.call("ADD", 7, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.checkPod(7, ns)
+	if calls := e.m.Calls(); !slices.Contains(calls, "CreateEndpoint") {
+		t.Errorf("first ADD did not create an endpoint: %v", calls)
+	}
+	var res current.Result
+	if err := json.Unmarshal(first, &res); err != nil || len(res.IPs) != 1 || res.IPs[0].Address.String() != "10.244.1.7/24" ||
+		len(res.Interfaces) != 2 || res.Interfaces[0].Name != podIfName(7) || res.Interfaces[1].Sandbox != ns {
+		t.Errorf("ADD result %s (%v)", first, err)
+	}
+
+	again, err := e.call("ADD", 7, ns)
+	if err != nil {
+		t.Fatalf("repeated ADD: %v", err)
+	}
+	if string(again) != string(first) {
+		t.Errorf("repeated ADD result %s, want %s", again, first)
+	}
+	if calls := e.m.Calls(); slices.Contains(calls, "CreateEndpoint") {
+		t.Errorf("repeated ADD created an endpoint: %v", calls)
+	}
+	if n := len(e.endpoints()); n != 1 {
+		t.Errorf("%d endpoints after a repeated ADD, want 1", n)
+	}
+	e.checkPod(7, ns)
+	if _, err := e.call("CHECK", 7, ns); err != nil {
+		t.Errorf("CHECK: %v", err)
+	}
+	// The endpoint falls out of the namespace: CHECK says so, and ADD puts it back.
+	ep := e.endpoints()[podIfName(7)]
+	if err := e.m.Detach(context.Background(), ns, ep.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.call("CHECK", 7, ns); err == nil || !strings.Contains(err.Error(), "namespace") {
+		t.Errorf("CHECK of a detached endpoint: %v, want an error naming the namespace", err)
+	}
+	if _, err := e.call("ADD", 7, ns); err != nil {
+		t.Fatalf("ADD re-attaching: %v", err)
+	}
+	e.checkPod(7, ns)
+	if _, err := e.call("CHECK", 7, ns); err != nil {
+		t.Errorf("CHECK after the re-attaching ADD: %v", err)
+	}
+
+	for i := range 2 {
+		if _, err := e.call("DEL", 7, ns); err != nil {
+			t.Fatalf("DEL %d: %v", i+1, err)
+		}
+		e.checkGone(fmt.Sprintf("DEL %d", i+1), 7)
+	}
+	if _, err := e.call("CHECK", 7, ns); err == nil {
+		t.Error("CHECK passed after DEL")
+	}
+}
+
+// A failure at any step of ADD leaves no endpoint and no port, and the next ADD works.
+func TestWindowsFailedAddLeavesNothing(t *testing.T) {
+	e := newWinEnv(t)
+	// The HNS calls a successful ADD makes are the steps to break.
+	ns := e.m.AddNamespace()
+	if _, err := e.call("ADD", 1, ns); err != nil {
+		t.Fatal(err)
+	}
+	steps := slices.Compact(e.m.Calls())
+	if _, err := e.call("DEL", 1, ns); err != nil {
+		t.Fatal(err)
+	}
+	if len(steps) < 3 {
+		t.Fatalf("ADD made HNS calls %v, want at least lookup, create, attach", steps)
+	}
+	t.Logf("HNS steps of ADD: %v", steps)
+	boom := errors.New("injected HNS failure")
+	for i, op := range steps {
+		n := 10 + i
+		ns := e.m.AddNamespace()
+		e.m.Fail(op, boom)
+		_, err := e.call("ADD", n, ns)
+		e.m.Heal(op)
+		if op == "SetMTU" {
+			// Best effort (the OVS port's mtu_request covers the switch): the pod starts.
+			if err != nil {
+				t.Errorf("ADD with the vNIC's MTU failing: %v, want success", err)
+			}
+			if _, err := e.call("DEL", n, ns); err != nil {
+				t.Error(err)
+			}
+			e.checkGone("DEL after an ADD without the vNIC's MTU", n)
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), boom.Error()) {
+			t.Errorf("ADD with %s failing: %v, want the injected failure", op, err)
+		}
+		e.checkGone("ADD with "+op+" failing", n)
+		if _, err := e.call("ADD", n, ns); err != nil {
+			t.Errorf("ADD after %s healed: %v", op, err)
+		}
+		e.checkPod(n, ns)
+	}
+
+	// The OVS steps: ovn-controller never installs the port...
+	ns = e.m.AddNamespace()
+	e.block.Store("ns1_web-30", true)
+	if _, err := e.call("ADD", 30, ns); err == nil {
+		t.Error("ADD succeeded without ovn-controller installing the port")
+	}
+	e.checkGone("ADD without ovn-installed", 30)
+	// ...or the port's name is taken on another bridge.
+	e.db.Vsctl("add-br", "br-other", "--", "add-port", "br-other", podIfName(31))
+	if _, err := e.call("ADD", 31, ns); err == nil {
+		t.Error("ADD succeeded with its port name taken")
+	}
+	if _, ok := e.endpoints()[podIfName(31)]; ok {
+		t.Error("ADD with its port name taken left its endpoint")
+	}
+	// ...or the sandbox's namespace is gone.
+	if _, err := e.call("ADD", 32, "00000000-dead-0000-0000-000000000000"); err == nil {
+		t.Error("ADD into a missing HCN namespace succeeded")
+	}
+	e.checkGone("ADD into a missing namespace", 32)
+}
+
+// GC removes the endpoints and ports of attachments the runtime no longer has, among them
+// an endpoint whose deletion hung during DEL and was left to GC.
+func TestWindowsGC(t *testing.T) {
+	e := newWinEnv(t)
+	ns := map[int]string{}
+	for _, n := range []int{1, 2, 3} {
+		ns[n] = e.m.AddNamespace()
+		if _, err := e.call("ADD", n, ns[n]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// HNS hangs deleting pod 3's endpoint: DEL removes the port, gives up on the endpoint
+	// after DeleteTimeout and succeeds, so the runtime can go on.
+	e.m.Hang("DeleteEndpoint")
+	if _, err := e.call("DEL", 3, ns[3]); err != nil {
+		t.Fatalf("DEL with a hung HNS delete: %v", err)
+	}
+	e.m.Heal("DeleteEndpoint")
+	if _, ok := e.endpoints()[podIfName(3)]; !ok {
+		t.Fatal("the hung delete removed the endpoint anyway; the test proves nothing")
+	}
+	if slices.Contains(e.brIntPorts(), podIfName(3)) {
+		t.Error("DEL left pod 3's port")
+	}
+
+	gc := `{"cniVersion":"1.1.0","name":"ovn-transparent","type":"ovnt-cni","cni.dev/valid-attachments":[{"containerID":"sandbox-1","ifname":"eth0"}]}`
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := e.srv.Handle(ctx, cni.Request{Command: "GC", StdinData: json.RawMessage(gc)}); err != nil {
+		t.Fatalf("GC: %v", err)
+	}
+	e.checkPod(1, ns[1])
+	e.checkGone("GC", 2)
+	e.checkGone("GC", 3)
+	if got := e.brIntPorts(); !slices.Equal(got, []string{podIfName(1)}) {
+		t.Errorf("br-int ports after GC %v", got)
+	}
+}

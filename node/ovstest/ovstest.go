@@ -1,0 +1,115 @@
+// Package ovstest serves an Open_vSwitch database from a real ovsdb-server for the tests of
+// the node's OS-neutral code (the Windows host's included): the rows it leaves are read back
+// with ovs-vsctl, the oracle.
+package ovstest
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/ovn-transparent/ovn-transparent/node/ovs"
+	"github.com/ovn-transparent/ovn-transparent/test/harness"
+)
+
+// DB is an empty Open_vSwitch database (one root row, as `ovs-vsctl init` leaves it).
+type DB struct {
+	t      testing.TB
+	Remote string
+}
+
+// Start serves a database from a temporary directory until the test ends.
+func Start(t testing.TB) *DB {
+	t.Helper()
+	harness.Require(t, "ovsdb-tool", "ovsdb-server", "ovs-vsctl")
+	dir := t.TempDir()
+	db, sock := filepath.Join(dir, "conf.db"), filepath.Join(dir, "db.sock")
+	if out, err := exec.Command("ovsdb-tool", "create", db, "/usr/share/openvswitch/vswitch.ovsschema").CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	srv := exec.Command("ovsdb-server", db, "--remote=punix:"+sock, "--unixctl="+filepath.Join(dir, "ctl"),
+		"--no-chdir", "-vconsole:off", "-vsyslog:off")
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
+	d := &DB{t: t, Remote: "unix:" + sock}
+	for i := 0; ; i++ {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		if i == 100 {
+			t.Fatal("ovsdb-server did not create its socket")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	d.Vsctl("init")
+	return d
+}
+
+// Vsctl runs ovs-vsctl against the database and fails the test on error.
+func (d *DB) Vsctl(args ...string) string {
+	d.t.Helper()
+	out, err := d.TryVsctl(args...)
+	if err != nil {
+		d.t.Fatalf("ovs-vsctl %v: %v: %s", args, err, out)
+	}
+	return out
+}
+
+// TryVsctl runs ovs-vsctl and returns its trimmed output and error.
+func (d *DB) TryVsctl(args ...string) (string, error) {
+	out, err := exec.Command("ovs-vsctl", append([]string{"--db=" + d.Remote, "--no-wait", "--timeout=10"}, args...)...).CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
+// Connect returns the agent's client of the database, closed when the test ends.
+func (d *DB) Connect() *ovs.Switch {
+	d.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sw, err := ovs.Connect(ctx, d.Remote, logr.Discard())
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	d.t.Cleanup(sw.Close)
+	return sw
+}
+
+// FakeOVNController marks every interface whose external_ids name an iface-id as installed
+// (ovn-installed=true), as ovn-controller does once it has bound the port, except the ones
+// block returns true for; it stops when the test ends.
+func (d *DB) FakeOVNController(block func(ifaceID string) bool) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	d.t.Cleanup(func() { cancel(); <-done })
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			out, err := d.TryVsctl("--bare", "--columns=name", "find", "Interface", "external_ids:iface-id!=\"\"")
+			if err == nil {
+				for _, name := range strings.Fields(out) {
+					id, _ := d.TryVsctl("--if-exists", "get", "Interface", name, "external_ids:iface-id")
+					id = strings.Trim(id, `"`)
+					if block != nil && block(id) {
+						continue
+					}
+					inst, _ := d.TryVsctl("--if-exists", "get", "Interface", name, "external_ids:ovn-installed")
+					if strings.Trim(inst, `"`) != "true" {
+						d.TryVsctl("set", "Interface", name, "external_ids:ovn-installed=true")
+					}
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+}

@@ -1,0 +1,140 @@
+package services
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/ovn-transparent/ovn-transparent/node/gateway"
+	"github.com/ovn-transparent/ovn-transparent/node/localnat"
+)
+
+// Gateway takes the Service entry points; *gateway.Controller implements it.
+type Gateway interface {
+	// SetNodePorts replaces the set of entry points sent to the gateway router; it
+	// returns at once.
+	SetNodePorts([]gateway.NodePort)
+}
+
+// Config is the controller's view of the node.
+type Config struct {
+	NodeName string
+	NodeIP   netip.Addr
+	// Gateway is nil when the node has no gateway bridge; NAT is nil where local NodePort
+	// access is not implemented.
+	Gateway Gateway
+	NAT     localnat.NAT
+}
+
+// key is the queue's one key: the node's part of Services is small and is recomputed
+// whole from the informer caches (a burst of events is one sync).
+const key = "services"
+
+// Controller keeps State applied: informer events enqueue the one key, sync recomputes
+// Desired from the caches and applies the parts that changed.
+type Controller struct {
+	cfg     Config
+	log     logr.Logger
+	factory informers.SharedInformerFactory
+	svcs    cache.SharedIndexInformer
+	slices  cache.SharedIndexInformer
+	queue   workqueue.TypedRateLimitingInterface[string]
+	health  *HealthServers
+
+	// Sync goroutine only.
+	appliedNAT []localnat.Rule
+	natDone    bool
+	lastPorts  []gateway.NodePort
+}
+
+// New returns a controller; nothing happens until Run.
+func New(cfg Config, client kubernetes.Interface, log logr.Logger) *Controller {
+	factory := informers.NewSharedInformerFactory(client, 0)
+	c := &Controller{
+		cfg: cfg, log: log, factory: factory,
+		svcs:   factory.Core().V1().Services().Informer(),
+		slices: factory.Discovery().V1().EndpointSlices().Informer(),
+		queue:  workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
+		health: NewHealthServers(cfg.NodeIP),
+	}
+	h := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { c.queue.Add(key) },
+		UpdateFunc: func(any, any) { c.queue.Add(key) },
+		DeleteFunc: func(any) { c.queue.Add(key) },
+	}
+	c.svcs.AddEventHandler(h)
+	c.slices.AddEventHandler(h)
+	return c
+}
+
+// Run syncs until ctx ends. The gateway flows and the NAT rules stay in place afterwards
+// (a restarted agent finds them right); the health servers stop.
+func (c *Controller) Run(ctx context.Context) {
+	defer c.health.Close()
+	c.factory.Start(ctx.Done())
+	go func() {
+		<-ctx.Done()
+		c.queue.ShutDown()
+	}()
+	if !cache.WaitForCacheSync(ctx.Done(), c.svcs.HasSynced, c.slices.HasSynced) {
+		return
+	}
+	// After a restart nothing may be dropped before the caches are complete: the first
+	// sync runs on full caches.
+	c.queue.Add(key)
+	for {
+		k, shutdown := c.queue.Get()
+		if shutdown {
+			return
+		}
+		if err := c.sync(ctx); err != nil && ctx.Err() == nil {
+			c.log.Error(err, "syncing Services on the node; retrying")
+			c.queue.AddRateLimited(k)
+		} else {
+			c.queue.Forget(k)
+		}
+		c.queue.Done(k)
+	}
+}
+
+func (c *Controller) sync(ctx context.Context) error {
+	start := time.Now()
+	svcs, err := c.factory.Core().V1().Services().Lister().List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	eps, err := c.factory.Discovery().V1().EndpointSlices().Lister().List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	st := Desired(svcs, eps, c.cfg.NodeName, c.cfg.NodeIP)
+	if c.cfg.Gateway != nil && !slices.Equal(st.NodePorts, c.lastPorts) {
+		c.cfg.Gateway.SetNodePorts(st.NodePorts)
+		c.lastPorts = st.NodePorts
+	}
+	var errs []error
+	if c.cfg.NAT != nil && (!c.natDone || !slices.Equal(st.LocalNAT, c.appliedNAT)) {
+		if err := c.cfg.NAT.Sync(ctx, st.LocalNAT); err != nil {
+			c.natDone = false
+			errs = append(errs, fmt.Errorf("local NodePort rules: %w", err))
+		} else {
+			c.natDone, c.appliedNAT = true, st.LocalNAT
+		}
+	}
+	if err := c.health.Set(st.Health); err != nil {
+		errs = append(errs, err)
+	}
+	c.log.V(1).Info("services synced", "services", len(svcs), "entryPoints", len(st.NodePorts),
+		"localNAT", len(st.LocalNAT), "healthChecks", len(st.Health), "took", time.Since(start))
+	return errors.Join(errs...)
+}

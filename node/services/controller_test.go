@@ -1,0 +1,116 @@
+package services
+
+import (
+	"context"
+	"net/http"
+	"net/netip"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/ovn-transparent/ovn-transparent/internal/openflow"
+	"github.com/ovn-transparent/ovn-transparent/node/gateway"
+	"github.com/ovn-transparent/ovn-transparent/node/localnat"
+)
+
+// fakeGateway and fakeNAT keep what they were last given.
+type fakeGateway struct {
+	mu  sync.Mutex
+	nps []gateway.NodePort
+}
+
+func (g *fakeGateway) SetNodePorts(nps []gateway.NodePort) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.nps = slices.Clone(nps)
+}
+
+func (g *fakeGateway) get() []gateway.NodePort {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.nps
+}
+
+type fakeNAT struct {
+	mu    sync.Mutex
+	rules []localnat.Rule
+	syncs int
+}
+
+func (n *fakeNAT) Sync(_ context.Context, rules []localnat.Rule) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.rules, n.syncs = slices.Clone(rules), n.syncs+1
+	return nil
+}
+
+func (n *fakeNAT) Delete(context.Context) error { return nil }
+
+func (n *fakeNAT) get() []localnat.Rule {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.rules
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// TestController: Services and EndpointSlices in the API server become the gateway's entry
+// points, the local NAT rules and health servers, and follow changes and deletion.
+func TestController(t *testing.T) {
+	ip := netip.MustParseAddr("127.0.0.1")
+	client := fake.NewClientset()
+	gw, nat := &fakeGateway{}, &fakeNAT{}
+	c := New(Config{NodeName: "node1", NodeIP: ip, Gateway: gw, NAT: nat}, client, logr.Discard())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { c.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	hcPort := freePort(t)
+	s := svc("lb", corev1.ServiceTypeLoadBalancer, func(s *corev1.Service) {
+		s.Spec.Ports = s.Spec.Ports[:1]
+		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+		s.Spec.HealthCheckNodePort = int32(hcPort)
+	})
+	if _, err := client.CoreV1().Services("ns").Create(ctx, s, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := []gateway.NodePort{{Protocol: openflow.IPProtoTCP, Port: 30080}}
+	eventually(t, "the NodePort at the gateway", func() bool { return slices.Equal(gw.get(), want) })
+	wantNAT := []localnat.Rule{{Protocol: openflow.IPProtoTCP, NodeIP: ip, NodePort: 30080, ClusterIP: netip.MustParseAddr("10.96.0.10"), Port: 80}}
+	eventually(t, "the local NAT rule", func() bool { return slices.Equal(nat.get(), wantNAT) })
+	status := func() int {
+		resp, err := (&http.Client{Timeout: time.Second}).Get("http://" + netip.AddrPortFrom(ip, hcPort).String() + "/")
+		if err != nil {
+			return -1
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	eventually(t, "503 without endpoints", func() bool { return status() == http.StatusServiceUnavailable })
+
+	if _, err := client.DiscoveryV1().EndpointSlices("ns").Create(ctx, slice("lb", "lb-1", ep{addr: "10.244.1.5", node: "node1"}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "200 with a local endpoint", func() bool { return status() == http.StatusOK })
+
+	if err := client.CoreV1().Services("ns").Delete(ctx, "lb", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "no entry points", func() bool { return len(gw.get()) == 0 })
+	eventually(t, "no NAT rules", func() bool { return len(nat.get()) == 0 })
+	eventually(t, "the health server gone", func() bool { return status() == -1 })
+}
