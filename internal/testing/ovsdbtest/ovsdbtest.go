@@ -89,4 +89,3 @@ func (s *Server) Exec(tb testing.TB, cli string, args ...string) string {
 	}
 	return strings.TrimSpace(string(out))
 }
-
