@@ -41,7 +41,7 @@ func NewEventRecorder(kube kubernetes.Interface) (record.EventRecorder, func()) 
 }
 
 // warn records a Warning Event on obj and logs it: the two places an operator looks.
-func (c *Controller) warn(obj runtime.Object, reason, format string, args ...any) {
+func (s *shared) warn(obj runtime.Object, reason, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	name := ""
 	if m, ok := obj.(metav1.Object); ok {
@@ -50,8 +50,8 @@ func (c *Controller) warn(obj runtime.Object, reason, format string, args ...any
 			name = ns + "/" + name
 		}
 	}
-	c.log.Info("Warning: "+msg, "object", name, "reason", reason)
-	c.recorder.Event(obj, corev1.EventTypeWarning, reason, msg)
+	s.log.Info("Warning: "+msg, "object", name, "reason", reason)
+	s.recorder.Event(obj, corev1.EventTypeWarning, reason, msg)
 }
 
 // annotationPatch is a merge patch setting one annotation. A non-empty uid makes it apply
@@ -65,20 +65,20 @@ func annotationPatch(uid types.UID, key, value string) ([]byte, error) {
 	return json.Marshal(map[string]any{"metadata": meta})
 }
 
-func (c *Controller) annotateNode(ctx context.Context, name, key, value string) error {
+func (s *shared) annotateNode(ctx context.Context, name, key, value string) error {
 	patch, err := annotationPatch("", key, value)
 	if err != nil {
 		return err
 	}
-	_, err = c.kube.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	_, err = s.kube.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
 	return err
 }
 
-func (c *Controller) annotatePod(ctx context.Context, pod *corev1.Pod, key, value string) error {
+func (s *shared) annotatePod(ctx context.Context, pod *corev1.Pod, key, value string) error {
 	patch, err := annotationPatch(pod.UID, key, value)
 	if err != nil {
 		return err
 	}
-	_, err = c.kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	_, err = s.kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 	return err
 }

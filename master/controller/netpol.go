@@ -2,19 +2,21 @@ package controller
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"maps"
 	"net/netip"
 	"slices"
-	"strings"
-	"sync"
-	"time"
 
+	"github.com/ovn-org/libovsdb/client"
 	"github.com/ovn-org/libovsdb/model"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	networkinglisters "k8s.io/client-go/listers/networking/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
@@ -30,203 +32,105 @@ const (
 	ReasonInvalidACLLogging    = "InvalidACLLogging"    // Namespace: acl-logging annotation unusable
 )
 
-// peerEntry is one shared peer address set and the policies using it.
-type peerEntry struct {
-	peer     netpol.Peer
-	policies map[string]bool
+// netpolState is what the two NetworkPolicy kinds share: a policy key owns its port group
+// and ACLs, a peer key the address set every identical peer of any policy uses. The index
+// (netpol.Index) tells which policies use which peers; policy syncs keep it up to date.
+type netpolState struct {
+	*shared
+	policies   networkinglisters.NetworkPolicyLister
+	namespaces corelisters.NamespaceLister
+	index      *netpol.Index
+	mgmtMatch  string
+	// rows reads single rows of the NB cache: a pod's port, a peer's address set.
+	rows interface {
+		Get(context.Context, model.Model) error
+	}
 }
 
-// netpolIndex is what the handlers need to turn a pod or namespace change into the few keys
-// it affects, without recomputing every policy: the peers (by namespace for the peers of
-// one namespace, in one set for the peers with a namespace selector) and the policies whose
-// egress rules name ports. Policy syncs maintain it; Run primes it from every policy before
-// any sync, so that no peer sync deletes an address set a policy about to be synced uses.
-type netpolIndex struct {
-	mu           sync.Mutex
-	peers        map[string]*peerEntry      // by peer key
-	byPolicy     map[string][]string        // policy key -> its peer keys
-	nsPeers      map[string]map[string]bool // namespace -> keys of the peers of that namespace only
-	clusterPeers map[string]bool            // keys of the peers with a namespace selector
-	namedEgress  map[string]bool            // keys of the policies with named egress ports
-}
+// policyReconciler converges NetworkPolicy keys.
+type policyReconciler struct{ *netpolState }
 
-func newNetpolIndex() *netpolIndex {
-	return &netpolIndex{peers: map[string]*peerEntry{}, byPolicy: map[string][]string{},
-		nsPeers: map[string]map[string]bool{}, clusterPeers: map[string]bool{}, namedEgress: map[string]bool{}}
-}
-
-// set records the peers of policy (none for a deleted policy) and returns the keys of the
-// peers no policy uses any more.
-func (x *netpolIndex) set(policy string, peers []netpol.Peer, namedEgress bool) (released []string) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if namedEgress {
-		x.namedEgress[policy] = true
-	} else {
-		delete(x.namedEgress, policy)
-	}
-	keys := make([]string, 0, len(peers))
-	for _, p := range peers {
-		k := p.Key()
-		keys = append(keys, k)
-		e := x.peers[k]
-		if e == nil {
-			e = &peerEntry{peer: p, policies: map[string]bool{}}
-			x.peers[k] = e
-			if p.NamespaceSelector == nil {
-				if x.nsPeers[p.Namespace] == nil {
-					x.nsPeers[p.Namespace] = map[string]bool{}
-				}
-				x.nsPeers[p.Namespace][k] = true
-			} else {
-				x.clusterPeers[k] = true
-			}
-		}
-		e.policies[policy] = true
-	}
-	for _, k := range x.byPolicy[policy] {
-		if slices.Contains(keys, k) {
-			continue
-		}
-		e := x.peers[k]
-		if e == nil {
-			continue
-		}
-		delete(e.policies, policy)
-		if len(e.policies) == 0 {
-			delete(x.peers, k)
-			delete(x.clusterPeers, k)
-			if m := x.nsPeers[e.peer.Namespace]; m != nil {
-				delete(m, k)
-				if len(m) == 0 {
-					delete(x.nsPeers, e.peer.Namespace)
-				}
-			}
-			released = append(released, k)
-		}
-	}
-	if len(keys) == 0 {
-		delete(x.byPolicy, policy)
-	} else {
-		x.byPolicy[policy] = keys
-	}
-	return released
-}
-
-func (x *netpolIndex) peer(key string) (netpol.Peer, bool) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	e, ok := x.peers[key]
-	if !ok {
-		return netpol.Peer{}, false
-	}
-	return e.peer, true
-}
-
-// matching returns the keys of the peers that select pod (in ns), or, for pod nil, the
-// peers with a namespace selector that select ns.
-func (x *netpolIndex) matching(ns netpol.Namespace, pod *netpol.Pod) []string {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	var out []string
-	check := func(k string) {
-		e := x.peers[k]
-		if pod == nil && e.peer.SelectsNamespace(ns) || pod != nil && e.peer.Selects(ns, *pod) {
-			out = append(out, k)
-		}
-	}
-	if pod != nil {
-		for k := range x.nsPeers[ns.Name] {
-			check(k)
-		}
-	}
-	for k := range x.clusterPeers {
-		check(k)
-	}
-	return out
-}
-
-func (x *netpolIndex) allPeers() []string {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return slices.Collect(maps.Keys(x.peers))
-}
-
-func (x *netpolIndex) namedEgressPolicies() []string {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return slices.Collect(maps.Keys(x.namedEgress))
-}
+// peerReconciler converges NetworkPolicyPeer keys; a peer no policy uses has no rows.
+type peerReconciler struct{ *netpolState }
 
 func policyKey(name string) nb.Key { return nb.Key{Kind: nb.NetworkPolicy, Name: name} }
 func peerKey(name string) nb.Key   { return nb.Key{Kind: nb.NetworkPolicyPeer, Name: name} }
 
-// setUpNetpolInformers creates the NetworkPolicy and Namespace informers and the pod
-// handler that finds the policies and peers a pod change affects.
-func (c *Controller) setUpNetpolInformers() error {
-	polInf := c.factory.Networking().V1().NetworkPolicies()
-	nsInf := c.factory.Core().V1().Namespaces()
-	c.policies, c.namespaces = polInf.Lister(), nsInf.Lister()
-	polReg, err := polInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { c.enqueueObject(nb.NetworkPolicy, obj) },
+func peerKeys(names []string) []nb.Key {
+	keys := make([]nb.Key, len(names))
+	for i, n := range names {
+		keys[i] = peerKey(n)
+	}
+	return keys
+}
+
+// newNetpolReconcilers returns the two NetworkPolicy reconcilers and registers the handlers
+// that turn NetworkPolicy, Namespace and Pod changes into the few keys they affect. The
+// pod reconciler watches pods too, with its own filter: a pod's port depends on its node
+// and phase, a policy on its labels and addresses.
+func newNetpolReconcilers(s *shared, nbc client.Client, w *watcher) (*policyReconciler, *peerReconciler, error) {
+	polInf := w.factory.Networking().V1().NetworkPolicies()
+	nsInf := w.factory.Core().V1().Namespaces()
+	st := &netpolState{
+		shared:     s,
+		policies:   polInf.Lister(),
+		namespaces: nsInf.Lister(),
+		index:      netpol.NewIndex(),
+		mgmtMatch:  netpol.ManagementMatch(s.cfg.ClusterCIDR, s.cfg.NodeSubnetBits),
+		rows:       nbc,
+	}
+	err := w.handle(polInf.Informer(), cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { w.addObject(nb.NetworkPolicy, obj) },
 		UpdateFunc: func(old, cur any) {
 			if old.(*networkingv1.NetworkPolicy).ResourceVersion != cur.(*networkingv1.NetworkPolicy).ResourceVersion {
-				c.enqueueObject(nb.NetworkPolicy, cur)
+				w.addObject(nb.NetworkPolicy, cur)
 			}
 		},
-		DeleteFunc: func(obj any) { c.enqueueObject(nb.NetworkPolicy, obj) },
+		DeleteFunc: func(obj any) { w.addObject(nb.NetworkPolicy, obj) },
 	})
 	if err != nil {
-		return err
+		return nil, nil, fmt.Errorf("controller: networkpolicy handler: %w", err)
 	}
-	nsReg, err := nsInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { c.namespaceChanged(nil, obj.(*corev1.Namespace)) },
+	err = w.handle(nsInf.Informer(), cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { w.add(st.namespaceChanged(nil, obj.(*corev1.Namespace))...) },
 		UpdateFunc: func(old, cur any) {
-			c.namespaceChanged(old.(*corev1.Namespace), cur.(*corev1.Namespace))
+			w.add(st.namespaceChanged(old.(*corev1.Namespace), cur.(*corev1.Namespace))...)
 		},
 		DeleteFunc: func(obj any) {
 			if ns, ok := unwrapTombstone(obj).(*corev1.Namespace); ok {
-				c.namespaceChanged(ns, nil)
+				w.add(st.namespaceChanged(ns, nil)...)
 			}
 		},
 	})
 	if err != nil {
-		return err
+		return nil, nil, fmt.Errorf("controller: namespace handler: %w", err)
 	}
-	podReg, err := c.factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { c.podPolicyChanged(obj.(*corev1.Pod)) },
+	err = w.handle(w.factory.Core().V1().Pods().Informer(), cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { w.add(st.podChanged(obj.(*corev1.Pod))...) },
 		UpdateFunc: func(old, cur any) {
 			o, n := old.(*corev1.Pod), cur.(*corev1.Pod)
 			if !maps.Equal(o.Labels, n.Labels) || o.Status.Phase != n.Status.Phase ||
 				!slices.Equal(o.Status.PodIPs, n.Status.PodIPs) || o.UID != n.UID ||
 				o.Annotations[contract.PodNetworkKey] != n.Annotations[contract.PodNetworkKey] {
-				c.podPolicyChanged(o, n)
+				w.add(st.podChanged(o, n)...)
 			}
 		},
 		DeleteFunc: func(obj any) {
 			if p, ok := unwrapTombstone(obj).(*corev1.Pod); ok {
-				c.podPolicyChanged(p)
+				w.add(st.podChanged(p)...)
 			}
 		},
 	})
 	if err != nil {
-		return err
+		return nil, nil, fmt.Errorf("controller: pod handler for policies: %w", err)
 	}
-	c.synced = append(c.synced, polReg.HasSynced, nsReg.HasSynced, podReg.HasSynced)
-	return nil
+	return &policyReconciler{st}, &peerReconciler{st}, nil
 }
 
-func unwrapTombstone(obj any) any {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		return t.Obj
-	}
-	return obj
-}
-
-// namespaceChanged enqueues what a namespace's labels and logging annotation feed: the peers
-// with a namespace selector matching the old or new labels, the policies resolving named
-// egress ports, and, for a logging change, the namespace's policies.
-func (c *Controller) namespaceChanged(old, cur *corev1.Namespace) {
+// namespaceChanged returns the keys a namespace's labels and logging annotation feed: the
+// peers with a namespace selector matching the old or new labels, the policies resolving
+// named egress ports, and, for a logging change, the namespace's policies.
+func (st *netpolState) namespaceChanged(old, cur *corev1.Namespace) []nb.Key {
 	var oldLabels, curLabels map[string]string
 	var oldLog, curLog string
 	name := ""
@@ -236,71 +140,100 @@ func (c *Controller) namespaceChanged(old, cur *corev1.Namespace) {
 	if cur != nil {
 		curLabels, curLog, name = cur.Labels, cur.Annotations[netpol.LoggingAnnotation], cur.Name
 		if _, err := netpol.ParseLogging(curLog); err != nil && (old == nil || oldLog != curLog) {
-			c.warn(cur, ReasonInvalidACLLogging, "%v; ACL logging is off for the namespace", err)
+			st.warn(cur, ReasonInvalidACLLogging, "%v; ACL logging is off for the namespace", err)
 		}
 	}
+	var keys []nb.Key
 	if old == nil || cur == nil || !maps.Equal(oldLabels, curLabels) {
-		keys := map[string]bool{}
+		peers := map[string]bool{}
 		for _, n := range []*corev1.Namespace{old, cur} {
 			if n == nil {
 				continue
 			}
-			for _, k := range c.np.matching(netpol.Namespace{Name: name, Labels: n.Labels}, nil) {
-				keys[k] = true
+			for _, k := range st.index.Matching(netpol.Namespace{Name: name, Labels: n.Labels}, nil) {
+				peers[k] = true
 			}
 		}
-		for k := range keys {
-			c.queue.Add(peerKey(k))
-		}
-		for _, p := range c.np.namedEgressPolicies() {
-			c.queue.Add(policyKey(p))
+		keys = append(keys, peerKeys(slices.Collect(maps.Keys(peers)))...)
+		for _, p := range st.index.NamedEgressPolicies() {
+			keys = append(keys, policyKey(p))
 		}
 	}
 	if old != nil && cur != nil && oldLog != curLog {
-		pols, err := c.policies.NetworkPolicies(name).List(labels.Everything())
-		if err == nil {
-			for _, p := range pols {
-				c.queue.Add(policyKey(netpol.PolicyName(p)))
-			}
+		pols, err := st.policies.NetworkPolicies(name).List(labels.Everything())
+		if err != nil {
+			st.log.Error(err, "Listing the policies of a namespace whose ACL logging changed; the periodic resync syncs them", "namespace", name)
+		}
+		for _, p := range pols {
+			keys = append(keys, policyKey(netpol.PolicyName(p)))
 		}
 	}
+	return keys
 }
 
-// podPolicyChanged enqueues what the given versions of a pod feed: the policies of its
+// podChanged returns the keys the given versions of a pod feed: the policies of its
 // namespace selecting it (port group, named ports), the peers selecting it, and the
 // policies resolving named egress ports.
-func (c *Controller) podPolicyChanged(versions ...*corev1.Pod) {
+func (st *netpolState) podChanged(versions ...*corev1.Pod) []nb.Key {
+	var keys []nb.Key
 	peers := map[string]bool{}
 	for _, p := range versions {
-		ns := c.npNamespace(p.Namespace)
-		pols, err := c.policies.NetworkPolicies(p.Namespace).List(labels.Everything())
+		pols, err := st.policies.NetworkPolicies(p.Namespace).List(labels.Everything())
 		if err != nil {
-			continue
+			st.log.Error(err, "Listing the policies of a changed pod's namespace; the periodic resync syncs them", "pod", p.Namespace+"/"+p.Name)
 		}
 		for _, pol := range pols {
 			sel, err := metav1.LabelSelectorAsSelector(&pol.Spec.PodSelector)
 			if err != nil || sel.Matches(labels.Set(p.Labels)) {
-				c.queue.Add(policyKey(netpol.PolicyName(pol)))
+				keys = append(keys, policyKey(netpol.PolicyName(pol)))
 			}
 		}
 		np := netpol.Pod{Namespace: p.Namespace, Name: p.Name, Labels: p.Labels}
-		for _, k := range c.np.matching(ns, &np) {
+		for _, k := range st.index.Matching(st.handlerNamespace(p.Namespace), &np) {
 			peers[k] = true
 		}
 	}
-	for k := range peers {
-		c.queue.Add(peerKey(k))
-	}
+	keys = append(keys, peerKeys(slices.Collect(maps.Keys(peers)))...)
 	if len(versions) > 0 {
-		for _, p := range c.np.namedEgressPolicies() {
-			c.queue.Add(policyKey(p))
+		for _, p := range st.index.NamedEgressPolicies() {
+			keys = append(keys, policyKey(p))
 		}
 	}
+	return keys
 }
 
-// primeNetpol records the peers of every policy before any sync runs.
-func (c *Controller) primeNetpol() error {
-	pols, err := c.policies.List(labels.Everything())
+// handlerNamespace is what a handler needs of namespace name; one the cache does not have
+// (yet) has no labels, and its own event follows.
+func (st *netpolState) handlerNamespace(name string) netpol.Namespace {
+	ns := netpol.Namespace{Name: name}
+	if n, err := st.namespaces.Get(name); err == nil {
+		ns.Labels = n.Labels
+	}
+	return ns
+}
+
+// rowAdded returns the policies and peers of a pod whose port appeared in the NB: a port
+// group references its pods' ports by UUID, so it must be synced once the port exists.
+func (r *policyReconciler) rowAdded(m model.Model) []nb.Key {
+	lsp, ok := m.(*nbdb.LogicalSwitchPort)
+	if !ok || lsp.ExternalIDs[nb.RoleKey] != string(nb.PodPort) {
+		return nil
+	}
+	ns, name, err := cache.SplitMetaNamespaceKey(lsp.ExternalIDs[nb.NameKey])
+	if err != nil {
+		return nil
+	}
+	p, err := r.pods.Pods(ns).Get(name)
+	if err != nil {
+		return nil // gone: its delete event found the keys
+	}
+	return r.podChanged(p)
+}
+
+// prime records the peers of every policy before any sync runs, so that no peer sync
+// deletes an address set a policy about to be synced uses.
+func (r *policyReconciler) prime() error {
+	pols, err := r.policies.List(labels.Everything())
 	if err != nil {
 		return err
 	}
@@ -309,39 +242,192 @@ func (c *Controller) primeNetpol() error {
 		if err != nil {
 			continue // its sync reports it
 		}
-		c.np.set(netpol.PolicyName(p), peers, netpol.HasNamedEgressPorts(p))
+		r.index.Set(netpol.PolicyName(p), peers, netpol.HasNamedEgressPorts(p))
 	}
 	return nil
 }
 
-// enqueueNetpol enqueues every policy and every peer in use.
-func (c *Controller) enqueueNetpol() error {
-	pols, err := c.policies.List(labels.Everything())
+func (*policyReconciler) kind() nb.Kind { return nb.NetworkPolicy }
+
+func (r *policyReconciler) keys() ([]string, error) {
+	pols, err := r.policies.List(labels.Everything())
 	if err != nil {
-		return err
+		return nil, err
 	}
-	for _, p := range pols {
-		c.queue.Add(policyKey(netpol.PolicyName(p)))
+	keys := make([]string, len(pols))
+	for i, p := range pols {
+		keys[i] = netpol.PolicyName(p)
 	}
-	for _, k := range c.np.allPeers() {
-		c.queue.Add(peerKey(k))
-	}
-	return nil
+	return keys, nil
 }
 
-func (c *Controller) npNamespace(name string) netpol.Namespace {
-	ns := netpol.Namespace{Name: name}
-	if n, err := c.namespaces.Get(name); err == nil {
-		ns.Labels = n.Labels
+// desired translates one policy. It needs the address sets of its peers first (its ACLs
+// name them); the peers it no longer uses are synced after (and deleted, if no other policy
+// uses them). A policy the translator cannot express exactly gets an Event and fails closed.
+func (r *policyReconciler) desired(ctx context.Context, key string) (desire, error) {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return desire{leave: true}, nil // not a key we made
 	}
-	return ns
+	pol, err := r.policies.NetworkPolicies(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		// Its peers are released once its ACLs, which name them, are gone.
+		return desire{then: func(*nb.Plan) ([]nb.Key, error) {
+			return peerKeys(r.index.Set(key, nil, false)), nil
+		}}, nil
+	}
+	if err != nil {
+		return desire{}, err
+	}
+	out, err := r.translate(ctx, pol)
+	if err != nil {
+		return desire{}, err
+	}
+	released := r.index.Set(key, out.Peers, netpol.HasNamedEgressPorts(pol))
+	var needs []nb.Key
+	for _, p := range out.Peers {
+		if r.rows.Get(ctx, &nbdb.AddressSet{Name: p.AddressSetName()}) != nil {
+			needs = append(needs, peerKey(p.Key()))
+		}
+	}
+	return desire{rows: out.Rows, needs: needs, then: func(*nb.Plan) ([]nb.Key, error) {
+		return peerKeys(released), nil
+	}}, nil
+}
+
+// translate returns the rows of pol. A policy the translator cannot express gets an Event,
+// and its rows fail closed; a read error is returned.
+func (r *policyReconciler) translate(ctx context.Context, pol *networkingv1.NetworkPolicy) (netpol.Output, error) {
+	logging, err := r.namespaceLogging(pol.Namespace)
+	if err != nil {
+		return netpol.Output{}, err
+	}
+	pods, err := r.selectedPods(ctx, pol)
+	if err != nil {
+		return netpol.Output{}, err
+	}
+	out, err := netpol.Translate(netpol.Input{
+		Policy:     pol,
+		Pods:       pods,
+		Logging:    logging,
+		Management: r.mgmtMatch,
+		PeerPods:   func(p netpol.Peer) ([]netpol.Pod, error) { return r.peerPods(ctx, p) },
+		AllPods:    func() ([]netpol.Pod, error) { return r.allPods(ctx) },
+	})
+	if _, unread := errors.AsType[*netpol.ReadError](err); unread {
+		return netpol.Output{}, fmt.Errorf("policy %s: %w", netpol.PolicyName(pol), err)
+	}
+	if err != nil {
+		r.warn(pol, ReasonInvalidNetworkPolicy, "%v; the pods it selects get no allow rule from it", err)
+	}
+	return out, nil
+}
+
+// namespaceLogging is the ACL logging of namespace ns; an unusable annotation means none
+// (the namespace handler reported it).
+func (r *policyReconciler) namespaceLogging(ns string) (netpol.Logging, error) {
+	n, err := r.namespaces.Get(ns)
+	if apierrors.IsNotFound(err) {
+		return netpol.Logging{}, nil
+	}
+	if err != nil {
+		return netpol.Logging{}, fmt.Errorf("get namespace %s: %w", ns, err)
+	}
+	logging, _ := netpol.ParseLogging(n.Annotations[netpol.LoggingAnnotation])
+	return logging, nil
+}
+
+// selectedPods returns the pods of pol's namespace that its podSelector selects: the ones
+// the translation keeps of netpol.Input.Pods. Only those are converted; a selector that
+// does not parse selects none (the translation reports it).
+func (r *policyReconciler) selectedPods(ctx context.Context, pol *networkingv1.NetworkPolicy) ([]netpol.Pod, error) {
+	sel, err := metav1.LabelSelectorAsSelector(&pol.Spec.PodSelector)
+	if err != nil {
+		return nil, nil
+	}
+	pods, err := r.pods.Pods(pol.Namespace).List(sel)
+	if err != nil {
+		return nil, fmt.Errorf("list pods of namespace %s: %w", pol.Namespace, err)
+	}
+	return r.npPods(ctx, pods)
+}
+
+func (*peerReconciler) kind() nb.Kind { return nb.NetworkPolicyPeer }
+
+// keys are the peers some policy uses; the address sets of the others are in the NB only,
+// and the runtime enqueues them from there.
+func (r *peerReconciler) keys() ([]string, error) { return r.index.Peers(), nil }
+
+// desired returns a peer's address set.
+func (r *peerReconciler) desired(ctx context.Context, key string) (desire, error) {
+	peer, ok := r.index.Peer(key)
+	if !ok {
+		return desire{}, nil
+	}
+	pods, err := r.peerPods(ctx, peer)
+	if err != nil {
+		return desire{}, err
+	}
+	return desire{rows: []nb.Row{netpol.PeerRow(peer, pods)}}, nil
+}
+
+// peerPods returns the pods peer selects.
+func (st *netpolState) peerPods(ctx context.Context, peer netpol.Peer) ([]netpol.Pod, error) {
+	nss := []string{peer.Namespace}
+	if peer.NamespaceSelector != nil {
+		all, err := st.namespaces.List(peer.NamespaceSelector)
+		if err != nil {
+			return nil, fmt.Errorf("list namespaces of peer %s: %w", peer, err)
+		}
+		nss = nss[:0]
+		for _, n := range all {
+			nss = append(nss, n.Name)
+		}
+	}
+	var out []netpol.Pod
+	for _, ns := range nss {
+		pods, err := st.pods.Pods(ns).List(peer.PodSelector)
+		if err != nil {
+			return nil, fmt.Errorf("list pods of namespace %s for peer %s: %w", ns, peer, err)
+		}
+		np, err := st.npPods(ctx, pods)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, np...)
+	}
+	return out, nil
+}
+
+// allPods returns every pod with a network.
+func (st *netpolState) allPods(ctx context.Context) ([]netpol.Pod, error) {
+	pods, err := st.pods.List(labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("list pods: %w", err)
+	}
+	return st.npPods(ctx, pods)
+}
+
+// npPods converts the pods that have a network (see npPod).
+func (st *netpolState) npPods(ctx context.Context, pods []*corev1.Pod) ([]netpol.Pod, error) {
+	out := make([]netpol.Pod, 0, len(pods))
+	for _, p := range pods {
+		np, ok, err := st.npPod(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, np)
+		}
+	}
+	return out, nil
 }
 
 // npPod is what the translation needs of p; ok is false for a pod that has no network or
 // has finished.
-func (c *Controller) npPod(ctx context.Context, p *corev1.Pod) (netpol.Pod, bool) {
+func (st *netpolState) npPod(ctx context.Context, p *corev1.Pod) (netpol.Pod, bool, error) {
 	if !wantsNetwork(p) {
-		return netpol.Pod{}, false
+		return netpol.Pod{}, false, nil
 	}
 	out := netpol.Pod{Namespace: p.Namespace, Name: p.Name, Labels: p.Labels,
 		Port: topology.PodPortName(p.Namespace, p.Name)}
@@ -360,232 +446,13 @@ func (c *Controller) npPod(ctx context.Context, p *corev1.Pod) (netpol.Pod, bool
 		out.Ports = append(out.Ports, ctr.Ports...)
 	}
 	lsp := &nbdb.LogicalSwitchPort{Name: out.Port}
-	if err := c.nb.Get(ctx, lsp); err == nil && lsp.ExternalIDs[nb.NameKey] == p.Namespace+"/"+p.Name {
+	switch err := st.rows.Get(ctx, lsp); {
+	case errors.Is(err, client.ErrNotFound):
+		// No port yet: the NB handler enqueues the pod's policies when it appears.
+	case err != nil:
+		return netpol.Pod{}, false, fmt.Errorf("port of pod %s/%s: %w", p.Namespace, p.Name, err)
+	case lsp.ExternalIDs[nb.NameKey] == p.Namespace+"/"+p.Name:
 		out.PortUUID = lsp.UUID
 	}
-	return out, true
-}
-
-// podsIn returns the pods of namespace ns.
-func (c *Controller) podsIn(ctx context.Context, ns string) []netpol.Pod {
-	pods, err := c.pods.Pods(ns).List(labels.Everything())
-	if err != nil {
-		return nil
-	}
-	out := make([]netpol.Pod, 0, len(pods))
-	for _, p := range pods {
-		if np, ok := c.npPod(ctx, p); ok {
-			out = append(out, np)
-		}
-	}
-	return out
-}
-
-// peerPods returns the pods peer selects.
-func (c *Controller) peerPods(ctx context.Context, peer netpol.Peer) []netpol.Pod {
-	var nss []string
-	if peer.NamespaceSelector == nil {
-		nss = []string{peer.Namespace}
-	} else {
-		all, err := c.namespaces.List(peer.NamespaceSelector)
-		if err != nil {
-			return nil
-		}
-		for _, n := range all {
-			nss = append(nss, n.Name)
-		}
-	}
-	var out []netpol.Pod
-	for _, ns := range nss {
-		pods, err := c.pods.Pods(ns).List(peer.PodSelector)
-		if err != nil {
-			continue
-		}
-		for _, p := range pods {
-			if np, ok := c.npPod(ctx, p); ok {
-				out = append(out, np)
-			}
-		}
-	}
-	return out
-}
-
-func (c *Controller) allPods(ctx context.Context) []netpol.Pod {
-	pods, err := c.pods.List(labels.Everything())
-	if err != nil {
-		return nil
-	}
-	var out []netpol.Pod
-	for _, p := range pods {
-		if np, ok := c.npPod(ctx, p); ok {
-			out = append(out, np)
-		}
-	}
-	return out
-}
-
-// policyRows translates one policy. A policy the translator cannot express exactly gets
-// an Event and fails closed.
-// pods are the pods of the policy's namespace when the caller has them already (nil: read them).
-func (c *Controller) policyRows(ctx context.Context, pol *networkingv1.NetworkPolicy, pods []netpol.Pod) netpol.Output {
-	logging, _ := netpol.ParseLogging(c.npNamespaceAnnotation(pol.Namespace))
-	if pods == nil {
-		pods = c.podsIn(ctx, pol.Namespace)
-	}
-	in := netpol.Input{
-		Policy:     pol,
-		Pods:       pods,
-		Logging:    logging,
-		Management: c.mgmtMatch,
-		PeerPods:   func(p netpol.Peer) []netpol.Pod { return c.peerPods(ctx, p) },
-		AllPods:    func() []netpol.Pod { return c.allPods(ctx) },
-	}
-	out, err := netpol.Translate(in)
-	if err != nil {
-		c.warn(pol, ReasonInvalidNetworkPolicy, "%v; the pods it selects get no allow rule from it", err)
-	}
-	return out
-}
-
-func (c *Controller) npNamespaceAnnotation(ns string) string {
-	n, err := c.namespaces.Get(ns)
-	if err != nil {
-		return ""
-	}
-	return n.Annotations[netpol.LoggingAnnotation]
-}
-
-// syncPolicy converges one policy: the address sets of its peers first (its ACLs name
-// them), then its port group and ACLs, then the peers it no longer uses.
-func (c *Controller) syncPolicy(ctx context.Context, key string) error {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return nil
-	}
-	pol, err := c.policies.NetworkPolicies(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		if _, err := c.apply(ctx, policyKey(key), nil); err != nil {
-			return err
-		}
-		for _, k := range c.np.set(key, nil, false) {
-			c.queue.Add(peerKey(k))
-		}
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	out := c.policyRows(ctx, pol, nil)
-	released := c.np.set(key, out.Peers, netpol.HasNamedEgressPorts(pol))
-	for _, p := range out.Peers {
-		if !c.addressSetExists(ctx, p.AddressSetName()) {
-			if err := c.syncPeer(ctx, p.Key()); err != nil {
-				return err
-			}
-		}
-	}
-	if _, err := c.apply(ctx, policyKey(key), out.Rows); err != nil {
-		return err
-	}
-	for _, k := range released {
-		c.queue.Add(peerKey(k))
-	}
-	return nil
-}
-
-func (c *Controller) addressSetExists(ctx context.Context, name string) bool {
-	return c.nb.Get(ctx, &nbdb.AddressSet{Name: name}) == nil
-}
-
-// syncPeer converges one peer's address set; a peer no policy uses has none.
-func (c *Controller) syncPeer(ctx context.Context, key string) error {
-	peer, ok := c.np.peer(key)
-	if !ok {
-		_, err := c.apply(ctx, peerKey(key), nil)
-		return err
-	}
-	_, err := c.apply(ctx, peerKey(key), []nb.Row{netpol.PeerRow(peer, c.peerPods(ctx, peer))})
-	return err
-}
-
-// npNBHandler enqueues the policies selecting a pod when its port appears in NB: the port
-// group references the port by UUID.
-type npNBHandler struct {
-	c *Controller
-}
-
-func (h npNBHandler) OnAdd(table string, m model.Model) {
-	lsp, ok := m.(*nbdb.LogicalSwitchPort)
-	if !ok || lsp.ExternalIDs[nb.RoleKey] != string(nb.PodPort) {
-		return
-	}
-	ns, name, err := cache.SplitMetaNamespaceKey(lsp.ExternalIDs[nb.NameKey])
-	if err != nil {
-		return
-	}
-	if p, err := h.c.pods.Pods(ns).Get(name); err == nil {
-		h.c.podPolicyChanged(p)
-	}
-}
-
-func (h npNBHandler) OnUpdate(string, model.Model, model.Model) {}
-func (h npNBHandler) OnDelete(string, model.Model)              {}
-
-// startupBatch is how many keys' changes share one transaction at start-up.
-const startupBatch = 200
-
-// syncNetpolBatched converges every peer and policy before the workers start, in start-up
-// batches (batch.go) of startupBatch keys. Peers go first, since ACLs name their address
-// sets.
-func (c *Controller) syncNetpolBatched(ctx context.Context) {
-	start := time.Now()
-	var batch []batchItem
-	txns, total := 0, 0
-	flush := func() {
-		if len(batch) == 0 {
-			return
-		}
-		n, err := c.applyBatch(ctx, batch)
-		if err != nil {
-			c.log.Error(err, "Start-up batch failed; the work queue retries its keys", "keys", len(batch))
-		}
-		if n > 0 {
-			txns++
-		}
-		total += n
-		batch = nil
-	}
-	add := func(key nb.Key, rows []nb.Row) {
-		batch = append(batch, batchItem{key: key, rows: rows})
-		if len(batch) >= startupBatch {
-			flush()
-		}
-	}
-	for _, k := range c.np.allPeers() {
-		if peer, ok := c.np.peer(k); ok {
-			add(peerKey(k), []nb.Row{netpol.PeerRow(peer, c.peerPods(ctx, peer))})
-		}
-	}
-	flush()
-	pols, err := c.policies.List(labels.Everything())
-	if err != nil {
-		return
-	}
-	// The policies of one namespace share its pods: convert them once.
-	slices.SortFunc(pols, func(a, b *networkingv1.NetworkPolicy) int { return strings.Compare(a.Namespace, b.Namespace) })
-	var ns string
-	var pods []netpol.Pod
-	for _, pol := range pols {
-		if pol.Namespace != ns || pods == nil {
-			ns, pods = pol.Namespace, c.podsIn(ctx, pol.Namespace)
-			if pods == nil {
-				pods = []netpol.Pod{}
-			}
-		}
-		out := c.policyRows(ctx, pol, pods)
-		add(policyKey(netpol.PolicyName(pol)), out.Rows)
-	}
-	flush()
-	c.log.Info("NetworkPolicy start-up sync", "policies", len(pols), "changedKeys", total, "transactions", txns,
-		"took", time.Since(start).Round(time.Millisecond))
+	return out, true, nil
 }

@@ -2,13 +2,16 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/master/nb"
@@ -16,111 +19,170 @@ import (
 	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
 )
 
-// syncNode converges one node: its subnet (allocated, annotated) and its rows.
-func (c *Controller) syncNode(ctx context.Context, name string) error {
-	key := nb.Key{Kind: nb.Node, Name: name}
-	node, err := c.nodes.Get(name)
+// nodeReconciler converges Node keys: the node's subnet (allocated, annotated) and its rows
+// (switch, management port, gateway router and its external switch). A node's rows feed
+// other kinds: its pods wait for its switch, the cluster load balancer group hangs on its
+// switch and router, and per-node load balancers follow it.
+type nodeReconciler struct{ *shared }
+
+func newNodeReconciler(s *shared, w *watcher) (*nodeReconciler, error) {
+	err := w.handle(w.factory.Core().V1().Nodes().Informer(), cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { w.addObject(nb.Node, obj) },
+		UpdateFunc: func(old, cur any) {
+			// Node status changes every few seconds; only annotations feed the topology.
+			o, n := old.(*corev1.Node), cur.(*corev1.Node)
+			if !maps.Equal(o.Annotations, n.Annotations) {
+				w.addObject(nb.Node, cur)
+			}
+		},
+		DeleteFunc: func(obj any) { w.addObject(nb.Node, obj) },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("controller: node handler: %w", err)
+	}
+	return &nodeReconciler{s}, nil
+}
+
+func (*nodeReconciler) kind() nb.Kind { return nb.Node }
+
+func (r *nodeReconciler) keys() ([]string, error) {
+	nodes, err := r.nodes.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]string, len(nodes))
+	for i, n := range nodes {
+		keys[i] = n.Name
+	}
+	return keys, nil
+}
+
+// desired returns a node's rows, after allocating its subnet (annotated on the node first)
+// and its gateway router's join address. A node that cannot have a subnet has no rows; a
+// deleted node's allocations are freed once its rows are gone.
+func (r *nodeReconciler) desired(ctx context.Context, name string) (desire, error) {
+	node, err := r.nodes.Get(name)
 	if apierrors.IsNotFound(err) {
-		return c.deleteNode(ctx, name)
+		return desire{then: func(plan *nb.Plan) ([]nb.Key, error) { return r.deleted(name, plan) }}, nil
 	}
 	if err != nil {
-		return err
+		return desire{}, err
 	}
-	subnet, ok := c.nodeSubnet(ctx, node)
+	subnet, ok := r.nodeSubnet(ctx, node)
 	if !ok {
-		// No subnet, no rows: an Event says why.
-		_, err := c.apply(ctx, key, nil)
-		return err
+		return desire{}, nil // no subnet, no rows: an Event says why
 	}
 	if node.Annotations[contract.NodeSubnetKey] != subnet.String() {
 		// The annotation first: it is the durable record of the allocation.
-		if err := c.annotateNode(ctx, name, contract.NodeSubnetKey, subnet.String()); err != nil {
-			return fmt.Errorf("annotate node %s with subnet %s: %w", name, subnet, err)
+		if err := r.annotateNode(ctx, name, contract.NodeSubnetKey, subnet.String()); err != nil {
+			return desire{}, fmt.Errorf("annotate node %s with subnet %s: %w", name, subnet, err)
 		}
 	}
-	rows, err := topology.NodeRows(c.topo, topology.Node{Name: name, Subnet: subnet, Gateway: c.nodeGateway(node)})
+	rows, err := topology.NodeRows(r.topo, topology.Node{Name: name, Subnet: subnet, Gateway: r.nodeGateway(node)})
 	if err != nil {
-		return err
+		return desire{}, err
 	}
-	plan, err := c.apply(ctx, key, rows)
-	if err != nil {
-		return err
-	}
-	if slices.Contains(plan.Created, nb.NewID(nb.Node, name, nb.NodeSwitch)) {
+	return desire{rows: rows, then: func(plan *nb.Plan) ([]nb.Key, error) { return r.changed(name, plan) }}, nil
+}
+
+// changed returns the keys an applied plan of node name affects.
+func (r *nodeReconciler) changed(name string, plan *nb.Plan) ([]nb.Key, error) {
+	var keys []nb.Key
+	var errs []error
+	switchCreated := slices.Contains(plan.Created, nb.NewID(nb.Node, name, nb.NodeSwitch))
+	if switchCreated {
 		// Pods that waited for the switch can have their ports now.
-		c.enqueuePodsOn(name)
+		pods, err := r.podsOn(name)
+		keys = append(keys, pods...)
+		errs = append(errs, err)
 	}
-	if slices.Contains(plan.Created, nb.NewID(nb.Node, name, nb.NodeSwitch)) ||
-		slices.Contains(plan.Created, nb.NewID(nb.Node, name, nb.GatewayRouter)) {
+	if switchCreated || slices.Contains(plan.Created, nb.NewID(nb.Node, name, nb.GatewayRouter)) {
 		// The cluster load balancer group must hang on the new switch or router.
-		c.queue.Add(nb.Key{Kind: nb.Cluster, Name: nb.ClusterName})
+		keys = append(keys, nb.Key{Kind: nb.Cluster, Name: nb.ClusterName})
 	}
 	if !plan.Empty() {
 		// Per-node load balancers follow the node's switch, gateway router and address.
-		c.enqueueLocalServices()
+		svcs, err := r.localServices()
+		keys = append(keys, svcs...)
+		errs = append(errs, err)
 	}
-	return nil
+	return keys, errors.Join(errs...)
 }
 
-// deleteNode removes a deleted node's rows (its pods' ports go with its switch) and frees its
-// subnet, its join address and its pods' addresses.
-func (c *Controller) deleteNode(ctx context.Context, name string) error {
-	plan, err := c.apply(ctx, nb.Key{Kind: nb.Node, Name: name}, nil)
-	if err != nil {
-		return err
-	}
+// deleted frees the subnet, join address and pod addresses of node name once its rows are
+// gone (its pods' ports go with its switch), and returns the keys that affects.
+func (r *nodeReconciler) deleted(name string, plan *nb.Plan) ([]nb.Key, error) {
+	var keys []nb.Key
+	var errs []error
 	if !plan.Empty() {
-		c.enqueueLocalServices()
+		svcs, err := r.localServices()
+		keys = append(keys, svcs...)
+		errs = append(errs, err)
 	}
-	if freed, ok := c.ipam.ReleaseNode(name); ok {
-		c.log.Info("Node deleted, subnet freed", "node", name, "subnet", freed)
+	if freed, ok := r.ipam.ReleaseNode(name); ok {
+		r.log.Info("Node deleted, subnet freed", "node", name, "subnet", freed)
 		// A node that found the cluster CIDR full may fit now.
-		nodes, err := c.nodes.List(labels.Everything())
+		nodes, err := r.nodes.List(labels.Everything())
 		if err != nil {
-			return err
+			errs = append(errs, fmt.Errorf("list nodes waiting for a subnet: %w", err))
 		}
 		for _, n := range nodes {
-			if _, has := c.ipam.NodeSubnet(n.Name); !has {
-				c.enqueueObject(nb.Node, n)
+			if _, has := r.ipam.NodeSubnet(n.Name); !has {
+				keys = append(keys, nb.Key{Kind: nb.Node, Name: n.Name})
 			}
 		}
 	}
-	return nil
+	return keys, errors.Join(errs...)
+}
+
+// podsOn returns the keys of the pods bound to node.
+func (s *shared) podsOn(node string) ([]nb.Key, error) {
+	objs, err := s.podsByNode.ByIndex(podsByNode, node)
+	if err != nil {
+		return nil, fmt.Errorf("list pods on node %s: %w", node, err)
+	}
+	keys := make([]nb.Key, 0, len(objs))
+	for _, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok {
+			keys = append(keys, nb.Key{Kind: nb.Pod, Name: p.Namespace + "/" + p.Name})
+		}
+	}
+	return keys, nil
 }
 
 // nodeSubnet returns node's subnet: the one it holds, else the one its annotation or its NB
 // switch remembers (a node re-joining under its name gets its subnet back), else a new one.
 // ok is false when the node cannot have one; an Event says why.
-func (c *Controller) nodeSubnet(ctx context.Context, node *corev1.Node) (netip.Prefix, bool) {
-	if p, ok := c.ipam.NodeSubnet(node.Name); ok {
+func (r *nodeReconciler) nodeSubnet(ctx context.Context, node *corev1.Node) (netip.Prefix, bool) {
+	if p, ok := r.ipam.NodeSubnet(node.Name); ok {
 		return p, true
 	}
 	if s, has := node.Annotations[contract.NodeSubnetKey]; has {
 		p, err := contract.ParseNodeSubnet(s)
 		if err == nil {
-			err = c.ipam.ReserveNodeSubnet(node.Name, p)
+			err = r.ipam.ReserveNodeSubnet(node.Name, p)
 		}
 		if err == nil {
 			return p, true
 		}
-		c.warn(node, ReasonInvalidNodeSubnet, "subnet annotation %q cannot be used (%v); the node gets another subnet", s, err)
+		r.warn(node, ReasonInvalidNodeSubnet, "subnet annotation %q cannot be used (%v); the node gets another subnet", s, err)
 	}
-	if p, ok := c.rememberedSubnet(ctx, node.Name); ok && c.ipam.ReserveNodeSubnet(node.Name, p) == nil {
+	if p, ok := r.rememberedSubnet(ctx, node.Name); ok && r.ipam.ReserveNodeSubnet(node.Name, p) == nil {
 		return p, true
 	}
-	p, err := c.ipam.AllocateNodeSubnet(node.Name)
+	p, err := r.ipam.AllocateNodeSubnet(node.Name)
 	if err != nil {
 		// Allocate fails only with *ipam.ExhaustedError.
-		c.warn(node, ReasonSubnetExhausted, "no pod subnet for this node: %v; it gets one when another node is deleted", err)
+		r.warn(node, ReasonSubnetExhausted, "no pod subnet for this node: %v; it gets one when another node is deleted", err)
 		return netip.Prefix{}, false
 	}
-	c.log.Info("Allocated node subnet", "node", node.Name, "subnet", p)
+	r.log.Info("Allocated node subnet", "node", node.Name, "subnet", p)
 	return p, true
 }
 
 // rememberedSubnet is the subnet in other_config:subnet of the node's switch in the NB.
-func (c *Controller) rememberedSubnet(ctx context.Context, node string) (netip.Prefix, bool) {
-	rows, err := c.view.Owned(ctx, nb.Key{Kind: nb.Node, Name: node})
+func (s *shared) rememberedSubnet(ctx context.Context, node string) (netip.Prefix, bool) {
+	rows, err := s.view.Owned(ctx, nb.Key{Kind: nb.Node, Name: node})
 	if err != nil {
 		return netip.Prefix{}, false
 	}
@@ -137,8 +199,8 @@ func (c *Controller) rememberedSubnet(ctx context.Context, node string) (netip.P
 }
 
 // rememberedJoinIP is the address of the node's gateway router port on the join switch.
-func (c *Controller) rememberedJoinIP(ctx context.Context, node string) (netip.Addr, bool) {
-	rows, err := c.view.Owned(ctx, nb.Key{Kind: nb.Node, Name: node})
+func (s *shared) rememberedJoinIP(ctx context.Context, node string) (netip.Addr, bool) {
+	rows, err := s.view.Owned(ctx, nb.Key{Kind: nb.Node, Name: node})
 	if err != nil {
 		return netip.Addr{}, false
 	}
@@ -157,24 +219,24 @@ func (c *Controller) rememberedJoinIP(ctx context.Context, node string) (netip.A
 // nodeGateway reads the node agent's chassis annotation and gives the gateway router its join
 // address. nil means no gateway router: the node agent has not published its chassis yet, or
 // what it published is unusable (an Event says so).
-func (c *Controller) nodeGateway(node *corev1.Node) *topology.Gateway {
+func (r *nodeReconciler) nodeGateway(node *corev1.Node) *topology.Gateway {
 	s, has := node.Annotations[contract.NodeChassisKey]
 	if !has {
 		return nil
 	}
 	info, err := contract.ParseNodeChassis(s)
 	if err != nil {
-		c.warn(node, ReasonInvalidChassis, "no gateway router for this node: %v", err)
+		r.warn(node, ReasonInvalidChassis, "no gateway router for this node: %v", err)
 		return nil
 	}
-	joinIP, err := c.ipam.AllocateJoinIP(node.Name)
+	joinIP, err := r.ipam.AllocateJoinIP(node.Name)
 	if err != nil {
-		c.warn(node, ReasonJoinExhausted, "no gateway router for this node: %v", err)
+		r.warn(node, ReasonJoinExhausted, "no gateway router for this node: %v", err)
 		return nil
 	}
 	gw, err := topology.GatewayFrom(info, joinIP)
 	if err != nil {
-		c.warn(node, ReasonInvalidChassis, "no gateway router for this node: %v", err)
+		r.warn(node, ReasonInvalidChassis, "no gateway router for this node: %v", err)
 		return nil
 	}
 	return gw

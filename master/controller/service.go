@@ -14,19 +14,23 @@ import (
 
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/master/nb"
-	"github.com/ovn-transparent/ovn-transparent/master/netpol"
 	"github.com/ovn-transparent/ovn-transparent/master/services"
-	"github.com/ovn-transparent/ovn-transparent/master/topology"
 )
 
 // slicesByService indexes EndpointSlices by the "namespace/name" of their Service.
 const slicesByService = "service"
 
-// setUpServiceInformers creates the Service and EndpointSlice informers; both enqueue the
-// Service's key.
-func (c *Controller) setUpServiceInformers() ([]cache.InformerSynced, error) {
-	svcInf := c.factory.Core().V1().Services()
-	sliceInf := c.factory.Discovery().V1().EndpointSlices()
+// serviceReconciler converges Service keys: the load balancers of one Service, from the
+// Service, its EndpointSlices and, for externalTrafficPolicy Local, the nodes. Node syncs
+// enqueue the Services with per-node load balancers when a node's rows change.
+type serviceReconciler struct {
+	*shared
+	slices cache.Indexer // EndpointSlices, indexed by slicesByService
+}
+
+func newServiceReconciler(s *shared, w *watcher) (*serviceReconciler, error) {
+	svcInf := w.factory.Core().V1().Services()
+	sliceInf := w.factory.Discovery().V1().EndpointSlices()
 	if err := sliceInf.Informer().AddIndexers(cache.Indexers{slicesByService: func(obj any) ([]string, error) {
 		if k, ok := sliceService(obj); ok {
 			return []string{k}, nil
@@ -35,37 +39,51 @@ func (c *Controller) setUpServiceInformers() ([]cache.InformerSynced, error) {
 	}}); err != nil {
 		return nil, fmt.Errorf("controller: endpointslice index: %w", err)
 	}
-	c.services, c.slicesIdx = svcInf.Lister(), sliceInf.Informer().GetIndexer()
-	svcReg, err := svcInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { c.enqueueObject(nb.Service, obj) },
+	err := w.handle(svcInf.Informer(), cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { w.addObject(nb.Service, obj) },
 		UpdateFunc: func(old, cur any) {
 			o, n := old.(*corev1.Service), cur.(*corev1.Service)
 			if !reflect.DeepEqual(o.Spec, n.Spec) || !reflect.DeepEqual(o.Status, n.Status) || !reflect.DeepEqual(o.Labels, n.Labels) {
-				c.enqueueObject(nb.Service, cur)
+				w.addObject(nb.Service, cur)
 			}
 		},
-		DeleteFunc: func(obj any) { c.enqueueObject(nb.Service, obj) },
+		DeleteFunc: func(obj any) { w.addObject(nb.Service, obj) },
 	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("controller: service handler: %w", err)
 	}
-	enqueueSlice := func(obj any) {
+	// A slice changes its Service's load balancers.
+	addSlice := func(obj any) {
 		if k, ok := sliceService(obj); ok {
-			c.queue.Add(nb.Key{Kind: nb.Service, Name: k})
+			w.add(nb.Key{Kind: nb.Service, Name: k})
 		}
 	}
-	sliceReg, err := sliceInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: enqueueSlice,
+	err = w.handle(sliceInf.Informer(), cache.ResourceEventHandlerFuncs{
+		AddFunc: addSlice,
 		UpdateFunc: func(old, cur any) {
-			enqueueSlice(old)
-			enqueueSlice(cur)
+			addSlice(old)
+			addSlice(cur)
 		},
-		DeleteFunc: enqueueSlice,
+		DeleteFunc: addSlice,
 	})
+	if err != nil {
+		return nil, fmt.Errorf("controller: endpointslice handler: %w", err)
+	}
+	return &serviceReconciler{shared: s, slices: sliceInf.Informer().GetIndexer()}, nil
+}
+
+func (*serviceReconciler) kind() nb.Kind { return nb.Service }
+
+func (r *serviceReconciler) keys() ([]string, error) {
+	svcs, err := r.services.List(labels.Everything())
 	if err != nil {
 		return nil, err
 	}
-	return []cache.InformerSynced{svcReg.HasSynced, sliceReg.HasSynced}, nil
+	keys := make([]string, len(svcs))
+	for i, s := range svcs {
+		keys[i] = s.Namespace + "/" + s.Name
+	}
+	return keys, nil
 }
 
 // sliceService returns the key of the Service an EndpointSlice (or its tombstone) belongs to.
@@ -84,36 +102,26 @@ func sliceService(obj any) (string, bool) {
 	return s.Namespace + "/" + name, true
 }
 
-// syncService converges one Service's load balancers.
-func (c *Controller) syncService(ctx context.Context, key string) error {
-	rows, err := c.serviceRows(key)
-	if err != nil {
-		return err
-	}
-	_, err = c.apply(ctx, nb.Key{Kind: nb.Service, Name: key}, rows)
-	return err
-}
-
-// serviceRows returns the rows Service key wants (none if it is gone or not ours), and
-// reports its problems as Events.
-func (c *Controller) serviceRows(key string) ([]nb.Row, error) {
+// desired returns the rows Service key wants (none if it is gone or not ours), and reports
+// its problems as Events.
+func (r *serviceReconciler) desired(_ context.Context, key string) (desire, error) {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
-		return nil, nil
+		return desire{}, nil
 	}
-	svc, err := c.services.Services(ns).Get(name)
+	svc, err := r.services.Services(ns).Get(name)
 	if apierrors.IsNotFound(err) {
-		return nil, nil
+		return desire{}, nil
 	}
 	if err != nil {
-		return nil, err
+		return desire{}, err
 	}
 	if !services.Wanted(svc) {
-		return nil, nil
+		return desire{}, nil
 	}
-	objs, err := c.slicesIdx.ByIndex(slicesByService, key)
+	objs, err := r.slices.ByIndex(slicesByService, key)
 	if err != nil {
-		return nil, err
+		return desire{}, fmt.Errorf("list endpointslices of service %s: %w", key, err)
 	}
 	eps := make([]*discoveryv1.EndpointSlice, 0, len(objs))
 	for _, o := range objs {
@@ -121,30 +129,30 @@ func (c *Controller) serviceRows(key string) ([]nb.Row, error) {
 	}
 	var nodes []services.Node
 	if services.HasLocalPolicy(svc) {
-		if nodes, err = c.serviceNodes(); err != nil {
-			return nil, err
+		if nodes, err = r.serviceNodes(); err != nil {
+			return desire{}, err
 		}
 	}
 	rows, problems := services.Rows(svc, eps, nodes)
 	for _, p := range problems {
-		c.warn(svc, p.Reason, "%s", p.Message)
+		r.warn(svc, p.Reason, "%s", p.Message)
 	}
-	return rows, nil
+	return desire{rows: rows}, nil
 }
 
 // serviceNodes lists the nodes as per-node load balancers see them.
-func (c *Controller) serviceNodes() ([]services.Node, error) {
-	list, err := c.nodes.List(labels.Everything())
+func (r *serviceReconciler) serviceNodes() ([]services.Node, error) {
+	list, err := r.nodes.List(labels.Everything())
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("list nodes: %w", err)
 	}
 	out := make([]services.Node, 0, len(list))
 	for _, n := range list {
 		sn := services.Node{Name: n.Name}
-		_, sn.HasSwitch = c.ipam.NodeSubnet(n.Name)
+		_, sn.HasSwitch = r.ipam.NodeSubnet(n.Name)
 		if info, err := contract.ParseNodeChassis(n.Annotations[contract.NodeChassisKey]); err == nil {
 			if p, err := netip.ParsePrefix(info.NodeIP); err == nil && p.Addr().Is4() {
-				if _, ok := c.ipam.JoinIP(n.Name); ok {
+				if _, ok := r.ipam.JoinIP(n.Name); ok {
 					sn.IP = p.Addr()
 				}
 			}
@@ -154,45 +162,18 @@ func (c *Controller) serviceNodes() ([]services.Node, error) {
 	return out, nil
 }
 
-// enqueueLocalServices enqueues the Services with per-node load balancers: a node's gateway
-// or switch came or went.
-func (c *Controller) enqueueLocalServices() {
-	list, err := c.services.List(labels.Everything())
+// localServices returns the keys of the Services with per-node load balancers: a node's
+// gateway or switch came or went.
+func (s *shared) localServices() ([]nb.Key, error) {
+	list, err := s.services.List(labels.Everything())
 	if err != nil {
-		c.log.Error(err, "Listing services")
-		return
+		return nil, fmt.Errorf("list services: %w", err)
 	}
-	for _, s := range list {
-		if services.HasLocalPolicy(s) {
-			c.queue.Add(nb.Key{Kind: nb.Service, Name: s.Namespace + "/" + s.Name})
+	var keys []nb.Key
+	for _, svc := range list {
+		if services.HasLocalPolicy(svc) {
+			keys = append(keys, nb.Key{Kind: nb.Service, Name: svc.Namespace + "/" + svc.Name})
 		}
 	}
-}
-
-// clusterRows are the Cluster's rows: the shared topology and the load balancer group,
-// referenced by every node switch and gateway router in the NB.
-func (c *Controller) clusterRows(ctx context.Context) ([]nb.Row, error) {
-	nodes, err := c.nodes.List(labels.Everything())
-	if err != nil {
-		return nil, err
-	}
-	var refs []nb.ID
-	for _, n := range nodes {
-		rows, err := c.view.Owned(ctx, nb.Key{Kind: nb.Node, Name: n.Name})
-		if err != nil {
-			return nil, err
-		}
-		for _, role := range []nb.Role{nb.NodeSwitch, nb.GatewayRouter} {
-			id := nb.NewID(nb.Node, n.Name, role)
-			for _, m := range rows {
-				if k, ok := nb.IDOf(m); ok && k == id {
-					refs = append(refs, id)
-					break
-				}
-			}
-		}
-	}
-	// The ACL log meter is the cluster's too: every namespace's logged ACLs name it.
-	rows := append(topology.Cluster(c.topo), topology.ClusterLBGroup(refs))
-	return append(rows, netpol.MeterRows()...), nil
+	return keys, nil
 }

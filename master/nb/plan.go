@@ -56,6 +56,10 @@ func (e *MissingParentError) Error() string {
 	return fmt.Sprintf("nbsync: %s needs %s, which does not exist yet", e.Row, e.Parent)
 }
 
+// Waiting says what the row waits for (reconcile.Waiting): the key is retried quietly until
+// the parent's owner has created it.
+func (e *MissingParentError) Waiting() string { return e.Parent.String() }
+
 // Update sets the Fields (pointers into Row) of the existing row Row names by its UUID.
 type Update struct {
 	Row    model.Model

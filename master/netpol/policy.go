@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/netip"
@@ -99,10 +100,20 @@ type Input struct {
 	Management string
 	// PeerPods returns the pods a peer selects, and AllPods every pod: the destinations
 	// named ports of egress rules are resolved on. Either may be nil when the policy has no
-	// egress rule with a named port.
-	PeerPods func(Peer) []Pod
-	AllPods  func() []Pod
+	// egress rule with a named port. An error they return makes Translate fail with a
+	// *ReadError.
+	PeerPods func(Peer) ([]Pod, error)
+	AllPods  func() ([]Pod, error)
 }
+
+// ReadError says Translate could not read the pods a policy's rows depend on (Input.PeerPods
+// or Input.AllPods failed). The rows are then unknown, not empty, and Translate returns none:
+// the caller retries. Applying "no pods" instead would empty the policy's port group, and its
+// drop ACLs would match nobody: the policy would fail open.
+type ReadError struct{ Err error }
+
+func (e *ReadError) Error() string { return "reading pods: " + e.Err.Error() }
+func (e *ReadError) Unwrap() error { return e.Err }
 
 // Output is one policy's rows.
 type Output struct {
@@ -219,7 +230,8 @@ type translator struct {
 
 // Translate returns the rows of in.Policy. When the policy cannot be expressed exactly, the
 // error says why and the rows fail closed: the port group of the pods it selects with only
-// the drop ACLs of its policy types.
+// the drop ACLs of its policy types. When reading pods failed the error is a *ReadError and
+// the Output is empty: there is nothing to apply.
 func Translate(in Input) (Output, error) {
 	p := in.Policy
 	t := &translator{in: in, key: PolicyName(p), pgName: PortGroupName(PolicyName(p))}
@@ -243,6 +255,9 @@ func Translate(in Input) (Output, error) {
 	err := selErr
 	if err == nil {
 		err = t.allows(ingress, egress)
+	}
+	if _, unread := errors.AsType[*ReadError](err); unread {
+		return Output{}, err
 	}
 	if err != nil {
 		t.acls, t.peers = denyOnly, nil
@@ -386,11 +401,17 @@ func (t *translator) rule(rule string, egress bool, peers []networkingv1.Network
 		dests = t.selected
 	} else if len(peers) == 0 {
 		if t.in.AllPods != nil {
-			dests = t.in.AllPods()
+			if dests, err = t.in.AllPods(); err != nil {
+				return &ReadError{Err: err}
+			}
 		}
 	} else if t.in.PeerPods != nil {
 		for _, p := range podPeers {
-			dests = append(dests, t.in.PeerPods(p)...)
+			pods, err := t.in.PeerPods(p)
+			if err != nil {
+				return &ReadError{Err: fmt.Errorf("pods of peer %s: %w", p, err)}
+			}
+			dests = append(dests, pods...)
 		}
 	}
 	groups := map[resolved][]string{}

@@ -1,0 +1,50 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/ovn-transparent/ovn-transparent/master/nb"
+	"github.com/ovn-transparent/ovn-transparent/master/netpol"
+	"github.com/ovn-transparent/ovn-transparent/master/topology"
+)
+
+// clusterReconciler converges the one Cluster key: the shared topology (cluster router, join
+// switch), the load balancer group every node switch and gateway router references, and the
+// ACL log meter. Node syncs enqueue it when a node's switch or gateway router appears.
+type clusterReconciler struct{ *shared }
+
+func (clusterReconciler) kind() nb.Kind { return nb.Cluster }
+
+func (clusterReconciler) keys() ([]string, error) { return []string{nb.ClusterName}, nil }
+
+func (r clusterReconciler) desired(ctx context.Context, key string) (desire, error) {
+	if key != nb.ClusterName {
+		return desire{}, nil // not the cluster this build knows: its rows are stale
+	}
+	nodes, err := r.nodes.List(labels.Everything())
+	if err != nil {
+		return desire{}, fmt.Errorf("list nodes: %w", err)
+	}
+	var refs []nb.ID
+	for _, n := range nodes {
+		rows, err := r.view.Owned(ctx, nb.Key{Kind: nb.Node, Name: n.Name})
+		if err != nil {
+			return desire{}, fmt.Errorf("rows of node %s: %w", n.Name, err)
+		}
+		for _, role := range []nb.Role{nb.NodeSwitch, nb.GatewayRouter} {
+			id := nb.NewID(nb.Node, n.Name, role)
+			for _, m := range rows {
+				if k, ok := nb.IDOf(m); ok && k == id {
+					refs = append(refs, id)
+					break
+				}
+			}
+		}
+	}
+	rows := append(topology.Cluster(r.topo), topology.ClusterLBGroup(refs))
+	// The ACL log meter is the cluster's too: every namespace's logged ACLs name it.
+	return desire{rows: append(rows, netpol.MeterRows()...)}, nil
+}

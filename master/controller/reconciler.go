@@ -1,0 +1,135 @@
+package controller
+
+// What a kind's reconciler is given and what it returns. The runtime (runtime.go) owns the
+// queue and the NB writes; a reconciler only reads caches, allocates, and says which rows
+// its keys want and which other keys a change affects.
+
+import (
+	"context"
+
+	"github.com/ovn-org/libovsdb/model"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/ovn-transparent/ovn-transparent/internal/reconcile"
+	"github.com/ovn-transparent/ovn-transparent/master/ipam"
+	"github.com/ovn-transparent/ovn-transparent/master/nb"
+	"github.com/ovn-transparent/ovn-transparent/master/topology"
+)
+
+// reconciler is one kind's part of the controller. The runtime calls it from several
+// workers at once. The queue never syncs one key twice at the same time, but a key that
+// another needs (desire.needs) is synced inline by that key's worker.
+type reconciler interface {
+	// kind is the owner kind of its keys.
+	kind() nb.Kind
+	// keys lists the key of every object of the kind that exists, for start-up and resync.
+	// Owners found only in the NB are added by the runtime (their sync deletes their rows).
+	keys() ([]string, error)
+	// desired returns what key wants of the NB; for an object that is gone, no rows. A
+	// read error is returned, never turned into "no rows". Allocations (subnets, addresses,
+	// their annotations) happen here, before the rows that use them exist.
+	desired(ctx context.Context, key string) (desire, error)
+}
+
+// desire is what one key wants of the NB.
+type desire struct {
+	// rows are every row the key should own; none deletes all it owns.
+	rows []nb.Row
+	// leave means apply nothing and retry nothing: the key's input is unusable (an Event
+	// says why) and the rows it has may still serve.
+	leave bool
+	// needs are keys whose rows these rows name without a reference column (an ACL match
+	// names an address set), so nb.Diff cannot wait for them: they are synced first.
+	needs []nb.Key
+	// then, if set, runs once rows are in the NB, with the plan that put them there
+	// (possibly empty), and returns the keys the change affects: the runtime enqueues them.
+	// Allocations are freed here, after the rows that used them are gone.
+	then func(plan *nb.Plan) ([]nb.Key, error)
+}
+
+// primer is a reconciler with in-memory state to fill from the caches before any sync.
+type primer interface {
+	prime() error
+}
+
+// rowWatcher is a reconciler some of whose keys depend on rows that other keys create: it
+// returns the keys a new NB row affects (besides the row's owner, which the runtime enqueues).
+type rowWatcher interface {
+	rowAdded(m model.Model) []nb.Key
+}
+
+// shared is what every reconciler reads: the configuration, the caches, the allocations and
+// the Event recorder. It has neither the queue nor the NB writer: a reconciler returns rows
+// and keys, and the runtime applies and enqueues them.
+type shared struct {
+	cfg      Config
+	topo     topology.Config
+	kube     kubernetes.Interface
+	view     nbView
+	ipam     *ipam.State
+	log      klog.Logger
+	recorder record.EventRecorder
+
+	// The listers several kinds read.
+	nodes      corelisters.NodeLister
+	pods       corelisters.PodLister
+	podsByNode cache.Indexer // the pod informer's store, indexed by podsByNode
+	services   corelisters.ServiceLister
+}
+
+// nbView is what the controllers read of the NB: nb.CacheView of nb.
+type nbView interface {
+	nb.View
+	All(ctx context.Context) ([]model.Model, error)
+}
+
+// podsByNode indexes pods by spec.nodeName.
+const podsByNode = "spec.nodeName"
+
+// watcher is what a reconciler's constructor registers its informer handlers with. The
+// handlers only enqueue keys; Run waits until each has seen its informer's initial list.
+type watcher struct {
+	factory informers.SharedInformerFactory
+	queue   *reconcile.Loop[nb.Key]
+	log     klog.Logger
+	synced  []cache.InformerSynced
+}
+
+// handle adds h to inf.
+func (w *watcher) handle(inf cache.SharedIndexInformer, h cache.ResourceEventHandler) error {
+	reg, err := inf.AddEventHandler(h)
+	if err != nil {
+		return err
+	}
+	w.synced = append(w.synced, reg.HasSynced)
+	return nil
+}
+
+// add enqueues keys.
+func (w *watcher) add(keys ...nb.Key) {
+	for _, k := range keys {
+		w.queue.Add(k)
+	}
+}
+
+// addObject enqueues the key of kind naming obj (an object or its tombstone).
+func (w *watcher) addObject(kind nb.Kind, obj any) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		w.log.Error(err, "No key for object", "kind", kind)
+		return
+	}
+	w.queue.Add(nb.Key{Kind: kind, Name: key})
+}
+
+func unwrapTombstone(obj any) any {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return t.Obj
+	}
+	return obj
+}

@@ -1,0 +1,350 @@
+// Package controller keeps the OVN Northbound database in step with the cluster: the
+// Cluster's shared topology, Nodes, Pods, Services and NetworkPolicies (with the address
+// sets of their peers).
+//
+// It is a small runtime (runtime.go) and one reconciler per kind (cluster.go, node.go,
+// pod.go, service.go, netpol.go). Informer and NB cache events only enqueue an owner key on
+// the one work queue. A worker's sync asks the key's reconciler for the rows the key wants,
+// built from the informer and libovsdb caches by the pure packages (topology, services,
+// netpol); the runtime diffs them against the rows the key owns (nb.Diff) and applies the
+// difference in one transaction, then enqueues the keys the reconciler says the change
+// affects. A read error is returned and retried, never taken for "nothing desired", which
+// would delete rows. Bad input becomes a Kubernetes Event and a log line and is not retried.
+//
+// At start-up, before the workers run, one batcher (startup.go) converges the kinds with
+// many keys and no side effects many keys to a transaction; the queue then syncs every key
+// as usual and finds little left to do.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ovn-org/libovsdb/client"
+	"github.com/ovn-org/libovsdb/model"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/ovn-transparent/ovn-transparent/internal/ovsdb"
+	"github.com/ovn-transparent/ovn-transparent/internal/reconcile"
+	"github.com/ovn-transparent/ovn-transparent/master/ipam"
+	"github.com/ovn-transparent/ovn-transparent/master/nb"
+	"github.com/ovn-transparent/ovn-transparent/master/topology"
+	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
+)
+
+// Config is what the controllers take from the master's configuration.
+type Config struct {
+	ClusterCIDR    netip.Prefix
+	NodeSubnetBits int
+	JoinSubnet     netip.Prefix
+	// ResyncPeriod is how often every key is synced again, whatever the events said.
+	// Zero disables the periodic resync.
+	ResyncPeriod time.Duration
+	// Workers is the number of keys synced in parallel; zero means 4.
+	Workers int
+}
+
+// Controller is the runtime: one informer factory, one work queue of owner keys for every
+// kind, the NB cache handler, the periodic resync and the start-up batch.
+type Controller struct {
+	*shared
+	nb      client.Client
+	factory informers.SharedInformerFactory
+	synced  []cache.InformerSynced
+	queue   *reconcile.Loop[nb.Key]
+	// kinds are the reconcilers, in the order their keys are enqueued; byKind finds a key's.
+	kinds  []reconciler
+	byKind map[nb.Kind]reconciler
+
+	// refills counts the NB cache refills (reconnections) seen, for logs and tests.
+	refills atomic.Int64
+}
+
+// New returns a controller writing to nb (a client from ConnectNB) for the cluster kube.
+// Events go to recorder; see NewEventRecorder.
+func New(cfg Config, kube kubernetes.Interface, nbc client.Client, recorder record.EventRecorder, log klog.Logger) (*Controller, error) {
+	if cfg.Workers <= 0 {
+		cfg.Workers = 4
+	}
+	state, err := ipam.NewState(cfg.ClusterCIDR, cfg.NodeSubnetBits, cfg.JoinSubnet)
+	if err != nil {
+		return nil, err
+	}
+	c := &Controller{
+		nb: nbc,
+		// Managed fields are most of an object's size and nothing here reads them.
+		factory: informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(stripManagedFields)),
+	}
+	c.queue = reconcile.New("ovnt-master", c.sync, log, reconcile.Options{
+		Workers: cfg.Workers,
+		// Transient failures (NB unreachable, a parent not created yet) retry quickly at
+		// first, and at least every 30 s.
+		MinRetry: 20 * time.Millisecond, MaxRetry: 30 * time.Second,
+		QPS: 100, Burst: 500,
+	})
+	podInf := c.factory.Core().V1().Pods().Informer()
+	if err := podInf.AddIndexers(cache.Indexers{podsByNode: func(obj any) ([]string, error) {
+		if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
+			return []string{p.Spec.NodeName}, nil
+		}
+		return nil, nil
+	}}); err != nil {
+		return nil, fmt.Errorf("controller: pod index: %w", err)
+	}
+	c.shared = &shared{
+		cfg:        cfg,
+		topo:       topology.Config{ClusterCIDR: cfg.ClusterCIDR, JoinSubnet: cfg.JoinSubnet},
+		kube:       kube,
+		view:       nb.NewCacheView(nbc),
+		ipam:       state,
+		log:        log,
+		recorder:   recorder,
+		nodes:      c.factory.Core().V1().Nodes().Lister(),
+		pods:       c.factory.Core().V1().Pods().Lister(),
+		podsByNode: podInf.GetIndexer(),
+		services:   c.factory.Core().V1().Services().Lister(),
+	}
+	w := &watcher{factory: c.factory, queue: c.queue, log: log}
+	nodes, err := newNodeReconciler(c.shared, w)
+	if err != nil {
+		return nil, err
+	}
+	pods, err := newPodReconciler(c.shared, w)
+	if err != nil {
+		return nil, err
+	}
+	svcs, err := newServiceReconciler(c.shared, w)
+	if err != nil {
+		return nil, err
+	}
+	policies, peers, err := newNetpolReconcilers(c.shared, nbc, w)
+	if err != nil {
+		return nil, err
+	}
+	c.kinds = []reconciler{clusterReconciler{c.shared}, nodes, pods, svcs, peers, policies}
+	c.byKind = map[nb.Kind]reconciler{}
+	for _, r := range c.kinds {
+		c.byKind[r.kind()] = r
+	}
+	c.synced = w.synced
+	return c, nil
+}
+
+// Run syncs until ctx is done; call it once. It waits for the informer caches, rebuilds the
+// allocations from the Node and Pod annotations and the NB, runs the start-up batch, then
+// syncs every key, including every owner found in the NB, so that rows nothing wants any
+// more are deleted. It returns an error only if it could not start.
+func (c *Controller) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	// Deferred calls run last-in first-out: the informers are told to stop before
+	// Shutdown waits for them, on every return path.
+	defer c.factory.Shutdown()
+	defer cancel()
+	defer c.queue.ShutDown()
+	c.factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return fmt.Errorf("controller: informer caches did not sync: %w", ctx.Err())
+	}
+	if err := c.rebuild(ctx); err != nil {
+		return err
+	}
+	for _, r := range c.kinds {
+		if p, ok := r.(primer); ok {
+			if err := p.prime(); err != nil {
+				return fmt.Errorf("controller: priming %s: %w", r.kind(), err)
+			}
+		}
+	}
+	c.startup(ctx)
+	c.nb.Cache().AddEventHandler(&nbHandler{ctx: ctx, c: c})
+	if err := c.enqueueAll(ctx); err != nil {
+		return err
+	}
+	c.log.Info("Started", "workers", c.cfg.Workers, "clusterCIDR", c.cfg.ClusterCIDR, "joinSubnet", c.cfg.JoinSubnet)
+
+	var wg sync.WaitGroup
+	if c.cfg.ResyncPeriod > 0 {
+		wg.Go(func() { c.resyncEvery(ctx, c.cfg.ResyncPeriod) })
+	}
+	c.queue.Run(ctx)
+	wg.Wait()
+	c.log.Info("Stopped")
+	return nil
+}
+
+// queueLen is the number of keys waiting to be synced.
+func (c *Controller) queueLen() int { return c.queue.Len() }
+
+func (c *Controller) resyncEvery(ctx context.Context, period time.Duration) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := c.enqueueAll(ctx); err != nil {
+				c.log.Error(err, "Periodic resync")
+			}
+		}
+	}
+}
+
+// sync converges one key: its reconciler's desired rows, applied in one transaction, then
+// the keys the change affects.
+func (c *Controller) sync(ctx context.Context, key nb.Key) error {
+	r, ok := c.byKind[key.Kind]
+	if !ok {
+		return nil // a kind of another build; its rows are left alone
+	}
+	d, err := r.desired(ctx, key.Name)
+	if err != nil {
+		return fmt.Errorf("%s: %w", key, err)
+	}
+	if d.leave {
+		return nil
+	}
+	for _, k := range d.needs {
+		if err := c.sync(ctx, k); err != nil {
+			return err
+		}
+	}
+	plan, err := c.apply(ctx, key, d.rows)
+	if err != nil {
+		return err
+	}
+	c.followUp(key, d, plan)
+	return nil
+}
+
+// apply makes the rows owned by key equal to rows, in one transaction.
+func (c *Controller) apply(ctx context.Context, key nb.Key, rows []nb.Row) (*nb.Plan, error) {
+	plan, err := nb.Diff(ctx, c.view, key, rows)
+	if err != nil {
+		return nil, err
+	}
+	if plan.Empty() {
+		return plan, nil
+	}
+	ops, err := plan.Ops(c.nb)
+	if err != nil {
+		return nil, err
+	}
+	results, err := ovsdb.Transact(ctx, c.nb, ops...)
+	if err == nil {
+		err = nb.CheckApplied(ops, results)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", key, err)
+	}
+	c.log.V(2).Info("Applied", "key", key.String(), "changes", plan.String(), "ops", len(ops))
+	return plan, nil
+}
+
+// followUp runs d.then after key's plan is applied and enqueues the keys it returns.
+func (c *Controller) followUp(key nb.Key, d desire, plan *nb.Plan) {
+	if d.then == nil {
+		return
+	}
+	keys, err := d.then(plan)
+	for _, k := range keys {
+		c.queue.Add(k)
+	}
+	if err != nil {
+		c.log.Error(err, "Finding the keys a change affects; the periodic resync or their own events sync them", "key", key.String())
+	}
+}
+
+// enqueueAll enqueues every key of every kind, and every owner of a row in the NB (an owner
+// that no longer exists has its rows deleted by its sync). A kind whose keys cannot be
+// listed does not stop the others.
+func (c *Controller) enqueueAll(ctx context.Context) error {
+	var errs []error
+	for _, r := range c.kinds {
+		keys, err := r.keys()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("listing %s keys: %w", r.kind(), err))
+			continue
+		}
+		for _, k := range keys {
+			c.queue.Add(nb.Key{Kind: r.kind(), Name: k})
+		}
+	}
+	rows, err := c.view.All(ctx)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("listing NB rows: %w", err))
+	}
+	for _, m := range rows {
+		c.enqueueOwner(m)
+	}
+	return errors.Join(errs...)
+}
+
+// enqueueOwner enqueues the owner of NB row m, if it is one of ours of a kind we sync. Rows
+// of other kinds may belong to controllers this build does not have; they are left alone.
+func (c *Controller) enqueueOwner(m model.Model) {
+	if key, ours := nb.OwnerOf(m); ours && key.Known() {
+		c.queue.Add(key)
+	}
+}
+
+// nbHandler turns NB cache events into keys. A change to one of our rows by someone else
+// (ovn-nbctl, another writer) resyncs its owner, which puts it back.
+//
+// After a reconnection libovsdb may empty and refill the cache without reporting the rows
+// that went away meanwhile (see internal/ovsdb). A refill reports every row again, including
+// the one NB_Global row; a second NB_Global insertion therefore means "resync everything".
+type nbHandler struct {
+	ctx context.Context // Run's
+	c   *Controller
+}
+
+func (h *nbHandler) OnAdd(table string, m model.Model) {
+	if table == nbdb.NBGlobalTable {
+		n := h.c.refills.Add(1)
+		h.c.log.Info("NB cache refilled (reconnected); resyncing every key", "refills", n)
+		if err := h.c.enqueueAll(h.ctx); err != nil {
+			h.c.log.Error(err, "Resync after reconnection")
+		}
+		return
+	}
+	h.c.enqueueOwner(m)
+	for _, r := range h.c.kinds {
+		if w, ok := r.(rowWatcher); ok {
+			for _, k := range w.rowAdded(m) {
+				h.c.queue.Add(k)
+			}
+		}
+	}
+}
+
+func (h *nbHandler) OnUpdate(table string, old, cur model.Model) {
+	if table == nbdb.NBGlobalTable || nb.ManagedEqual(old, cur) {
+		return // only reference columns changed, e.g. another owner's port on our switch
+	}
+	h.c.enqueueOwner(old)
+	h.c.enqueueOwner(cur)
+}
+
+func (h *nbHandler) OnDelete(table string, m model.Model) {
+	h.c.enqueueOwner(m)
+}
+
+// stripManagedFields drops metadata.managedFields from objects entering the informer caches.
+func stripManagedFields(obj any) (any, error) {
+	if m, ok := obj.(metav1.Object); ok {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
+}
