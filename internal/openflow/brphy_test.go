@@ -7,8 +7,8 @@ import (
 	"github.com/ovn-transparent/ovn-transparent/test/recipe"
 )
 
-// The br-phy ("breth0") rules of shared/recipes/ovn-gateway.sh brphy_flows, twice: as the
-// recipe's ovs-ofctl text, and ported to Flow values. Tests check that both say the same.
+// The br-phy ("breth0") rules of the recipe test/recipe/ovn-gateway.sh (brphy_flows), twice:
+// as the recipe's ovs-ofctl text, and ported to Flow values. Tests check that both say the same.
 
 // brphyText is the recipe's rule text (test/recipe) for the same ports and addresses.
 func brphyText(phys, patch uint32, mac net.HardwareAddr, ip netip.Addr) []string {

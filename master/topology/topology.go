@@ -1,7 +1,7 @@
 // Package topology says which Northbound rows the cluster, a node and a pod need. Its
-// functions are pure: Kubernetes-derived values in, nbsync rows out, no I/O. The layout is
-// the shared-gateway topology of ../../ARCHITECTURE.md, names as operators of OVN-based
-// Kubernetes networks expect them:
+// functions are pure: Kubernetes-derived values in, nb rows out, no I/O. The layout is the
+// shared-gateway topology of ../../docs/architecture.md (whose naming table a test holds to
+// these functions), names as operators of OVN-based Kubernetes networks expect them:
 //
 //	ovn_cluster_router ── rtos-<node> ── stor-<node> ── switch <node> ── k8s-<node>, pods
 //	        └─ rtoj-ovn_cluster_router ── join ── jtor-GR_<node> ── rtoj-GR_<node> ── GR_<node>

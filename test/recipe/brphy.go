@@ -1,6 +1,7 @@
-// Package recipe holds, as text, the OpenFlow rules that shared/recipes/ovn-gateway.sh proved
-// on this datapath: the oracle that tests compare our bridges with, kept in one place so a
-// change to the recipe is made once.
+// Package recipe holds, as text, the OpenFlow rules that the shell recipe ovn-gateway.sh (in
+// this directory) proved on this datapath: the oracle that tests compare our bridges with,
+// kept in one place so a change to the recipe is made once. brphy_test.go checks that this
+// text and the recipe's brphy_flows still say the same.
 package recipe
 
 import (
