@@ -10,7 +10,7 @@ import (
 )
 
 // table describes one Northbound table the master writes, whose rows are models of type T.
-// Everything the package knows about a table is here; the registry (tables.go) lists one
+// Everything the package knows about a table's shape is here; the registry (tables.go) lists one
 // descriptor per table and the rest of the package asks the registry.
 type table[T any] struct {
 	name string
