@@ -107,11 +107,11 @@ func resolveRow(ctx context.Context, v View, scope Key, state map[ID]*planned, r
 		if pl, ok := state[target]; ok {
 			return pl, nil
 		}
-		return nil, fmt.Errorf("nbsync: %s: %s is not among the desired rows", row, target)
+		return nil, fmt.Errorf("nb: %s: %s is not among the desired rows", row, target)
 	}
 	rows, err := v.Owned(ctx, target.Key)
 	if err != nil {
-		return nil, fmt.Errorf("nbsync: rows of %s: %w", target.Key, err)
+		return nil, fmt.Errorf("nb: rows of %s: %w", target.Key, err)
 	}
 	var best model.Model
 	var bestUUID string
@@ -152,7 +152,7 @@ func (p *Plan) remove(ctx context.Context, v View, stale []model.Model, staleUUI
 		if err != nil {
 			return err
 		}
-		if tables[a.table].root {
+		if infoOf(a.table).root {
 			p.Delete = append(p.Delete, m)
 			continue
 		}

@@ -16,7 +16,7 @@ func (p *Plan) Ops(api client.API) ([]ovsdb.Operation, error) {
 	if len(p.Create) > 0 {
 		o, err := api.Create(p.Create...)
 		if err != nil {
-			return nil, fmt.Errorf("nbsync: inserts: %w", err)
+			return nil, fmt.Errorf("nb: inserts: %w", err)
 		}
 		ops = append(ops, o...)
 	}
@@ -27,7 +27,7 @@ func (p *Plan) Ops(api client.API) ([]ovsdb.Operation, error) {
 		}
 		o, err := api.Where(byUUID(a.table, *a.uuid)).Update(u.Row, u.Fields...)
 		if err != nil {
-			return nil, fmt.Errorf("nbsync: update %s %q: %w", a.table, a.name, err)
+			return nil, fmt.Errorf("nb: update %s %q: %w", a.table, a.name, err)
 		}
 		ops = append(ops, o...)
 	}
@@ -48,7 +48,7 @@ func (p *Plan) Ops(api client.API) ([]ovsdb.Operation, error) {
 		}
 		o, err := api.Where(byUUID(a.table, *a.uuid)).Delete()
 		if err != nil {
-			return nil, fmt.Errorf("nbsync: delete %s %q: %w", a.table, a.name, err)
+			return nil, fmt.Errorf("nb: delete %s %q: %w", a.table, a.name, err)
 		}
 		ops = append(ops, o...)
 	}
@@ -84,7 +84,7 @@ func mutations(api client.API, links []Link, mutator ovsdb.Mutator) ([]ovsdb.Ope
 		}
 		o, err := api.Where(parent).Mutate(parent, model.Mutation{Field: ref, Mutator: mutator, Value: children[t]})
 		if err != nil {
-			return nil, fmt.Errorf("nbsync: %s %s rows of %s %s: %w", mutator, t.childTable, t.table, t.uuid, err)
+			return nil, fmt.Errorf("nb: %s %s rows of %s %s: %w", mutator, t.childTable, t.table, t.uuid, err)
 		}
 		ops = append(ops, o...)
 	}
@@ -103,7 +103,7 @@ func CheckApplied(ops []ovsdb.Operation, results []ovsdb.OperationResult) error 
 		}
 		inserts := op.Op == ovsdb.OperationMutate && len(op.Mutations) > 0 && op.Mutations[0].Mutator == ovsdb.MutateOperationInsert
 		if (op.Op == ovsdb.OperationUpdate || inserts) && results[i].Count == 0 {
-			return fmt.Errorf("nbsync: operation %d (%s %s) found no row: it was deleted meanwhile", i, op.Op, op.Table)
+			return fmt.Errorf("nb: operation %d (%s %s) found no row: it was deleted meanwhile", i, op.Op, op.Table)
 		}
 	}
 	return nil

@@ -1,11 +1,3 @@
-// Package owner is the one registry of the ownership marks the master puts on every
-// Northbound row it writes. A row's external_ids name the Kubernetes object it exists for
-// (owner kind and owner key) and which part of that object it implements (role).
-//
-// Ownership is how the master finds its own rows again: a controller syncing one object
-// reads the rows carrying that object's kind and key, and a row is stale exactly when it
-// carries our owner kind and nothing desires it. An operator reading `ovn-nbctl list` sees
-// the same marks and can find the object.
 package nb
 
 import (
@@ -13,6 +5,12 @@ import (
 
 	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
 )
+
+// The ownership registry: the marks the master puts on every row it writes. Ownership is how
+// the master finds its own rows again: a controller syncing one object reads the rows
+// carrying that object's kind and key, and a row is stale exactly when it carries our owner
+// kind and nothing desires it. An operator reading `ovn-nbctl list` sees the same marks and
+// can find the object.
 
 // External-id keys. Together they form an ID.
 const (
@@ -43,24 +41,6 @@ const (
 
 // ClusterName is the owner key of the rows of kind Cluster; there is one cluster.
 const ClusterName = "cluster"
-
-// The Northbound tables the master writes.
-const (
-	LogicalSwitch     = nbdb.LogicalSwitchTable
-	LogicalSwitchPort = nbdb.LogicalSwitchPortTable
-	LogicalRouter     = nbdb.LogicalRouterTable
-	LogicalRouterPort = nbdb.LogicalRouterPortTable
-	StaticRoute       = nbdb.LogicalRouterStaticRouteTable
-	NAT               = nbdb.NATTable
-	LoadBalancer      = nbdb.LoadBalancerTable
-	LoadBalancerGroup = nbdb.LoadBalancerGroupTable
-	TemplateVar       = nbdb.ChassisTemplateVarTable
-	PortGroup         = nbdb.PortGroupTable
-	ACL               = nbdb.ACLTable
-	AddressSet        = nbdb.AddressSetTable
-	Meter             = nbdb.MeterTable
-	MeterBand         = nbdb.MeterBandTable
-)
 
 // Role is the part a row plays for its owner. Within one owner, each role names at most one
 // row, so (kind, owner, role) identifies a row.
@@ -122,36 +102,6 @@ const (
 	ServiceNodeSwitchLB Role = "lb-node-switch" // internalTrafficPolicy Local, on switch <node>
 )
 
-// ClusterLBGroupName is the name of the cluster's load balancer group. Load_Balancer_Group
-// has no external_ids column in the 23.03 schema, so its marks are implied by its name.
-const ClusterLBGroupName = "ovnt_cluster_lbg"
-
-// named lists the rows of tables without external_ids that the master owns, by table and
-// name.
-var named = map[string]map[string]ID{
-	LoadBalancerGroup: {ClusterLBGroupName: NewID(Cluster, ClusterName, ClusterLBGroup)},
-}
-
-// FromName returns the ID of the row of table (one without external_ids) called name, if
-// the master owns such a row.
-func FromName(table, name string) (ID, bool) {
-	id, ok := named[table][name]
-	return id, ok
-}
-
-// HasNamed reports whether kind owns rows of table by name (FromName).
-func HasNamed(kind Kind, table string) bool {
-	for _, id := range named[table] {
-		if id.Kind == kind {
-			return true
-		}
-	}
-	return false
-}
-
-// Unmarked reports whether rows of table carry no external_ids; their ID comes from FromName.
-func Unmarked(table string) bool { return table == LoadBalancerGroup }
-
 type roleSpec struct {
 	kind  Kind
 	table string
@@ -163,41 +113,41 @@ type roleSpec struct {
 // roles declares every role the master writes: the kind that owns it and its table. It is
 // the registry; nothing writes a role missing from it.
 var roles = map[Role]roleSpec{
-	ClusterRouter:           {kind: Cluster, table: LogicalRouter},
-	JoinSwitch:              {kind: Cluster, table: LogicalSwitch},
-	ClusterRouterJoinPort:   {kind: Cluster, table: LogicalRouterPort},
-	JoinSwitchToClusterPort: {kind: Cluster, table: LogicalSwitchPort},
-	ClusterLBGroup:          {kind: Cluster, table: LoadBalancerGroup},
-	ACLLogMeter:             {kind: Cluster, table: Meter},
-	ACLLogMeterBand:         {kind: Cluster, table: MeterBand},
+	ClusterRouter:           {kind: Cluster, table: nbdb.LogicalRouterTable},
+	JoinSwitch:              {kind: Cluster, table: nbdb.LogicalSwitchTable},
+	ClusterRouterJoinPort:   {kind: Cluster, table: nbdb.LogicalRouterPortTable},
+	JoinSwitchToClusterPort: {kind: Cluster, table: nbdb.LogicalSwitchPortTable},
+	ClusterLBGroup:          {kind: Cluster, table: nbdb.LoadBalancerGroupTable},
+	ACLLogMeter:             {kind: Cluster, table: nbdb.MeterTable},
+	ACLLogMeterBand:         {kind: Cluster, table: nbdb.MeterBandTable},
 
-	NodeSwitch:            {kind: Node, table: LogicalSwitch},
-	NodeRouterPort:        {kind: Node, table: LogicalRouterPort},
-	NodeSwitchRouterPort:  {kind: Node, table: LogicalSwitchPort},
-	ManagementPort:        {kind: Node, table: LogicalSwitchPort},
-	GatewayRouter:         {kind: Node, table: LogicalRouter},
-	GatewayJoinPort:       {kind: Node, table: LogicalRouterPort},
-	JoinSwitchGatewayPort: {kind: Node, table: LogicalSwitchPort},
-	ExternalSwitch:        {kind: Node, table: LogicalSwitch},
-	GatewayExternalPort:   {kind: Node, table: LogicalRouterPort},
-	ExternalSwitchGWPort:  {kind: Node, table: LogicalSwitchPort},
-	LocalnetPort:          {kind: Node, table: LogicalSwitchPort},
-	NodeSubnetRoute:       {kind: Node, table: StaticRoute},
-	GatewayJoinIPRoute:    {kind: Node, table: StaticRoute},
-	GatewayClusterRoute:   {kind: Node, table: StaticRoute},
-	GatewayDefaultRoute:   {kind: Node, table: StaticRoute},
-	GatewaySNAT:           {kind: Node, table: NAT},
-	NodeTemplateVars:      {kind: Node, table: TemplateVar},
+	NodeSwitch:            {kind: Node, table: nbdb.LogicalSwitchTable},
+	NodeRouterPort:        {kind: Node, table: nbdb.LogicalRouterPortTable},
+	NodeSwitchRouterPort:  {kind: Node, table: nbdb.LogicalSwitchPortTable},
+	ManagementPort:        {kind: Node, table: nbdb.LogicalSwitchPortTable},
+	GatewayRouter:         {kind: Node, table: nbdb.LogicalRouterTable},
+	GatewayJoinPort:       {kind: Node, table: nbdb.LogicalRouterPortTable},
+	JoinSwitchGatewayPort: {kind: Node, table: nbdb.LogicalSwitchPortTable},
+	ExternalSwitch:        {kind: Node, table: nbdb.LogicalSwitchTable},
+	GatewayExternalPort:   {kind: Node, table: nbdb.LogicalRouterPortTable},
+	ExternalSwitchGWPort:  {kind: Node, table: nbdb.LogicalSwitchPortTable},
+	LocalnetPort:          {kind: Node, table: nbdb.LogicalSwitchPortTable},
+	NodeSubnetRoute:       {kind: Node, table: nbdb.LogicalRouterStaticRouteTable},
+	GatewayJoinIPRoute:    {kind: Node, table: nbdb.LogicalRouterStaticRouteTable},
+	GatewayClusterRoute:   {kind: Node, table: nbdb.LogicalRouterStaticRouteTable},
+	GatewayDefaultRoute:   {kind: Node, table: nbdb.LogicalRouterStaticRouteTable},
+	GatewaySNAT:           {kind: Node, table: nbdb.NATTable},
+	NodeTemplateVars:      {kind: Node, table: nbdb.ChassisTemplateVarTable},
 
-	PodPort: {kind: Pod, table: LogicalSwitchPort},
+	PodPort: {kind: Pod, table: nbdb.LogicalSwitchPortTable},
 
-	ServiceClusterLB:    {kind: Service, table: LoadBalancer, scoped: true},
-	ServiceNodeRouterLB: {kind: Service, table: LoadBalancer, scoped: true},
-	ServiceNodeSwitchLB: {kind: Service, table: LoadBalancer, scoped: true},
+	ServiceClusterLB:    {kind: Service, table: nbdb.LoadBalancerTable, scoped: true},
+	ServiceNodeRouterLB: {kind: Service, table: nbdb.LoadBalancerTable, scoped: true},
+	ServiceNodeSwitchLB: {kind: Service, table: nbdb.LoadBalancerTable, scoped: true},
 
-	PolicyPods:    {kind: NetworkPolicy, table: PortGroup},
-	PolicyACL:     {kind: NetworkPolicy, table: ACL, scoped: true},
-	PeerAddresses: {kind: NetworkPolicyPeer, table: AddressSet},
+	PolicyPods:    {kind: NetworkPolicy, table: nbdb.PortGroupTable},
+	PolicyACL:     {kind: NetworkPolicy, table: nbdb.ACLTable, scoped: true},
+	PeerAddresses: {kind: NetworkPolicyPeer, table: nbdb.AddressSetTable},
 }
 
 // Key names the object that owns rows: what one controller sync handles.
@@ -243,16 +193,16 @@ func (id ID) String() string {
 func (id ID) Validate() error {
 	spec, ok := roles[id.Role]
 	if !ok {
-		return fmt.Errorf("owner: %s: role %q is not registered", id, id.Role)
+		return fmt.Errorf("nb: %s: role %q is not registered", id, id.Role)
 	}
 	if spec.kind != id.Kind {
-		return fmt.Errorf("owner: %s: role %q belongs to kind %s", id, id.Role, spec.kind)
+		return fmt.Errorf("nb: %s: role %q belongs to kind %s", id, id.Role, spec.kind)
 	}
 	if id.Name == "" {
-		return fmt.Errorf("owner: %s: no owner name", id)
+		return fmt.Errorf("nb: %s: no owner name", id)
 	}
 	if spec.scoped != (id.Scope != "") {
-		return fmt.Errorf("owner: %s: role %q wants a scope: %v", id, id.Role, spec.scoped)
+		return fmt.Errorf("nb: %s: role %q wants a scope: %v", id, id.Role, spec.scoped)
 	}
 	return nil
 }

@@ -1,11 +1,3 @@
-// Package nbsync turns the rows one Kubernetes object wants in the Northbound database into
-// the changes that make the database say exactly that, as values: Diff compares desired rows
-// with the rows the object owns in the libovsdb cache and returns a Plan; Plan.Ops turns it
-// into operations for one transaction.
-//
-// Rows are matched by their owner marks (package owner), never by name, so a row renamed or
-// edited by hand is corrected in place, duplicates are removed, and a row the object owns but
-// no longer wants is deleted.
 package nb
 
 import (
@@ -15,7 +7,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync/atomic"
 
 	"github.com/ovn-org/libovsdb/model"
 )
@@ -30,8 +21,8 @@ type Row struct {
 	// Parent is the row that references this one, for rows of non-root tables (ports,
 	// routes, NAT); zero for switches and routers. It may belong to another owner.
 	Parent ID
-	// ReferencedBy are the rows that must reference this root row weakly (a load balancer
-	// in a load balancer group or on a router), for tables that have such referrers. They may
+	// ReferencedBy are the rows that must reference this root row (a load balancer in a load
+	// balancer group or on a router), for tables that have such referrers (tables.go). They may
 	// belong to other owners. Diff links the row where a reference is missing and unlinks it
 	// from every other row that references it.
 	ReferencedBy []ID
@@ -53,7 +44,7 @@ type MissingParentError struct {
 }
 
 func (e *MissingParentError) Error() string {
-	return fmt.Sprintf("nbsync: %s needs %s, which does not exist yet", e.Row, e.Parent)
+	return fmt.Sprintf("nb: %s needs %s, which does not exist yet", e.Row, e.Parent)
 }
 
 // Waiting says what the row waits for (reconcile.Waiting): the key is retried quietly until
@@ -76,7 +67,8 @@ type Link struct {
 // Plan is what one owner's rows need. The zero Plan changes nothing.
 type Plan struct {
 	// Create holds new rows with named UUIDs, non-root rows first; a new parent already
-	// references its new children.
+	// references its new children. The named UUIDs are unique within this plan only: plans
+	// sharing a transaction go through Merge.
 	Create []model.Model
 	Update []Update
 	Link   []Link
@@ -98,9 +90,6 @@ func (p *Plan) String() string {
 		len(p.Create), len(p.Update), len(p.Link), len(p.Unlink), len(p.Delete))
 }
 
-// namedSeq numbers the named UUIDs of created rows.
-var namedSeq atomic.Uint64
-
 // planned is a desired row's fate: the existing row that keeps playing its role, or the
 // new one.
 type planned struct {
@@ -117,7 +106,7 @@ func Diff(ctx context.Context, v View, scope Key, desired []Row) (*Plan, error) 
 	}
 	existing, err := v.Owned(ctx, scope)
 	if err != nil {
-		return nil, fmt.Errorf("nbsync: rows of %s: %w", scope, err)
+		return nil, fmt.Errorf("nb: rows of %s: %w", scope, err)
 	}
 	groups, stale, err := groupByID(scope, existing)
 	if err != nil {
@@ -157,7 +146,7 @@ func Diff(ctx context.Context, v View, scope Key, desired []Row) (*Plan, error) 
 		}
 	}
 	for _, r := range desired {
-		if len(tables[r.ID.Table()].referrers) == 0 {
+		if len(infoOf(r.ID.Table()).referrers) == 0 {
 			continue
 		}
 		if err := p.reference(ctx, v, scope, state, r, staleUUIDs); err != nil {
@@ -170,7 +159,7 @@ func Diff(ctx context.Context, v View, scope Key, desired []Row) (*Plan, error) 
 	// Children before parents, so that every named UUID is defined before it is referenced
 	// (ovsdb-server accepts either order; readers of a transaction log prefer this one).
 	slices.SortStableFunc(creates, func(a, b *planned) int {
-		return cmp.Compare(boolInt(tables[a.table].root), boolInt(tables[b.table].root))
+		return cmp.Compare(boolInt(infoOf(a.table).root), boolInt(infoOf(b.table).root))
 	})
 	for _, c := range creates {
 		p.Create = append(p.Create, c.model)
@@ -193,10 +182,10 @@ func validate(scope Key, desired []Row) error {
 			return err
 		}
 		if r.ID.Key != scope {
-			return fmt.Errorf("nbsync: %s is not owned by %s", r.ID, scope)
+			return fmt.Errorf("nb: %s is not owned by %s", r.ID, scope)
 		}
 		if seen[r.ID] {
-			return fmt.Errorf("nbsync: %s is desired twice", r.ID)
+			return fmt.Errorf("nb: %s is desired twice", r.ID)
 		}
 		seen[r.ID] = true
 		a, err := access(r.Model)
@@ -204,30 +193,30 @@ func validate(scope Key, desired []Row) error {
 			return err
 		}
 		if a.table != r.ID.Table() {
-			return fmt.Errorf("nbsync: %s is a %s row, but role %s lives in %s", r.ID, a.table, r.ID.Role, r.ID.Table())
+			return fmt.Errorf("nb: %s is a %s row, but role %s lives in %s", r.ID, a.table, r.ID.Role, r.ID.Table())
 		}
-		info := tables[a.table]
+		info := infoOf(a.table)
 		hasParent := r.Parent != (ID{})
 		if info.root && hasParent {
-			return fmt.Errorf("nbsync: %s: a %s row has no parent", r.ID, a.table)
+			return fmt.Errorf("nb: %s: a %s row has no parent", r.ID, a.table)
 		}
 		if !info.root && !hasParent {
-			return fmt.Errorf("nbsync: %s: a %s row needs a parent", r.ID, a.table)
+			return fmt.Errorf("nb: %s: a %s row needs a parent", r.ID, a.table)
 		}
 		for _, ref := range r.ReferencedBy {
 			if err := ref.Validate(); err != nil {
-				return fmt.Errorf("nbsync: referrer of %s: %w", r.ID, err)
+				return fmt.Errorf("nb: referrer of %s: %w", r.ID, err)
 			}
 			if !slices.Contains(info.referrers, ref.Table()) {
-				return fmt.Errorf("nbsync: %s: a %s row cannot reference a %s row", r.ID, ref.Table(), a.table)
+				return fmt.Errorf("nb: %s: a %s row cannot reference a %s row", r.ID, ref.Table(), a.table)
 			}
 		}
 		if hasParent {
 			if err := r.Parent.Validate(); err != nil {
-				return fmt.Errorf("nbsync: parent of %s: %w", r.ID, err)
+				return fmt.Errorf("nb: parent of %s: %w", r.ID, err)
 			}
 			if r.Parent.Table() != info.parent {
-				return fmt.Errorf("nbsync: %s: parent %s is a %s row, want %s", r.ID, r.Parent, r.Parent.Table(), info.parent)
+				return fmt.Errorf("nb: %s: parent %s is a %s row, want %s", r.ID, r.Parent, r.Parent.Table(), info.parent)
 			}
 		}
 	}
@@ -293,9 +282,10 @@ func (p *Plan) matchOrCreate(i int, r Row, keep model.Model) (*planned, error) {
 	maps.Copy(ids, r.ID.ExternalIDs())
 	*a.ids = ids
 	if keep == nil {
-		// Unique across plans, so that the operations of several plans can share one
-		// transaction (named UUIDs are scoped to a transaction).
-		*a.uuid = fmt.Sprintf("new_%d_%d", namedSeq.Add(1), i)
+		// Unique within the plan only, so that Diff is a function of its inputs (the same
+		// plan for the same rows). Named UUIDs are scoped to a transaction; plans that share
+		// one go through Merge, which renames them apart.
+		*a.uuid = fmt.Sprintf("%s%d", namedPrefix, i)
 		return &planned{uuid: *a.uuid, model: d, table: a.table, created: true}, nil
 	}
 	k, _ := access(keep)
@@ -310,37 +300,53 @@ func (p *Plan) matchOrCreate(i int, r Row, keep model.Model) (*planned, error) {
 	return &planned{uuid: *k.uuid, model: keep, table: a.table}, nil
 }
 
+// namedPrefix starts every named UUID Diff gives a created row; Merge renames only these.
+const namedPrefix = "new_"
+
 // Merge returns one plan doing what plans do, for one transaction: start-up syncs many owners
-// at once, and one transaction of many rows costs the NB far less than many of one row. The
-// named UUIDs of each plan are renamed apart. Plans of different owners touch different rows,
-// except for reference mutations, which merge cleanly.
+// at once, and one transaction of many rows costs the NB far less than many of one row.
+// Plans of different owners touch different rows, except for reference mutations, which
+// merge cleanly.
+//
+// Each plan names its created rows apart from its other rows only, so Merge renames the
+// named UUIDs of plan j from new_X to new_j_X, in its rows to create, their reference columns
+// and its links. It renames copies: the plans passed in are left as they were (a caller may
+// still log them, retry them alone, or merge them again).
 func Merge(plans ...*Plan) *Plan {
 	out := &Plan{}
 	for j, p := range plans {
 		rename := func(u string) string {
-			if strings.HasPrefix(u, "new_") {
-				return fmt.Sprintf("new_%d_%s", j, strings.TrimPrefix(u, "new_"))
+			if rest, ok := strings.CutPrefix(u, namedPrefix); ok {
+				return fmt.Sprintf("%s%d_%s", namedPrefix, j, rest)
 			}
 			return u
 		}
 		for _, m := range p.Create {
-			a, _ := access(m)
+			m = model.Clone(m)
+			d, err := tables.describe(m)
+			if err != nil {
+				// Not a row Diff could have planned; Ops reports it.
+				out.Create = append(out.Create, m)
+				continue
+			}
+			a, _ := d.access(m)
 			*a.uuid = rename(*a.uuid)
-			for t := range tables {
-				if col, err := refColumn(m, t); err == nil {
-					for i := range *col {
-						(*col)[i] = rename((*col)[i])
-					}
+			for _, child := range d.children() {
+				col, _ := d.refColumn(m, child)
+				for i := range *col {
+					(*col)[i] = rename((*col)[i])
 				}
 			}
 			out.Create = append(out.Create, m)
 		}
 		for _, ls := range []struct{ from, to *[]Link }{{&p.Link, &out.Link}, {&p.Unlink, &out.Unlink}} {
 			for _, l := range *ls.from {
-				l.Child = rename(l.Child)
+				l.Child = rename(l.Child) // l is a copy
 				*ls.to = append(*ls.to, l)
 			}
 		}
+		// Updates and deletions name existing rows by their real UUIDs: nothing to rename,
+		// and an Update's Fields point into its Row, so the row is shared, not copied.
 		out.Update = append(out.Update, p.Update...)
 		out.Delete = append(out.Delete, p.Delete...)
 		out.Created = append(out.Created, p.Created...)
@@ -349,7 +355,7 @@ func Merge(plans ...*Plan) *Plan {
 	slices.SortStableFunc(out.Create, func(a, b model.Model) int {
 		x, _ := access(a)
 		y, _ := access(b)
-		return cmp.Compare(boolInt(tables[x.table].root), boolInt(tables[y.table].root))
+		return cmp.Compare(boolInt(infoOf(x.table).root), boolInt(infoOf(y.table).root))
 	})
 	return out
 }

@@ -89,8 +89,8 @@ func TestDiffCreatesChildrenWithTheirParents(t *testing.T) {
 		t.Errorf("switch marks %v", ls.ExternalIDs)
 	}
 	// The route hangs on the cluster router, which exists: a mutation adds it.
-	want := Link{ParentTable: LogicalRouter, ParentUUID: clusterRouterUUID, ParentName: "ovn_cluster_router",
-		ChildTable: StaticRoute, Child: p.Create[1].(*nbdb.LogicalRouterStaticRoute).UUID}
+	want := Link{ParentTable: nbdb.LogicalRouterTable, ParentUUID: clusterRouterUUID, ParentName: "ovn_cluster_router",
+		ChildTable: nbdb.LogicalRouterStaticRouteTable, Child: p.Create[1].(*nbdb.LogicalRouterStaticRoute).UUID}
 	if len(p.Link) != 1 || p.Link[0] != want {
 		t.Errorf("links %+v, want %+v", p.Link, want)
 	}

@@ -3,9 +3,12 @@ package nb
 import (
 	"context"
 	"errors"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/ovn-org/libovsdb/model"
 	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
 )
 
@@ -57,8 +60,8 @@ func TestDiffNewRootIsLinkedToItsReferrers(t *testing.T) {
 	if len(p.Create) != 1 || len(p.Link) != 1 || len(p.Unlink)+len(p.Update)+len(p.Delete) != 0 {
 		t.Fatalf("plan %s", p)
 	}
-	want := Link{ParentTable: LoadBalancerGroup, ParentUUID: lbgUUID, ParentName: ClusterLBGroupName,
-		ChildTable: LoadBalancer, Child: p.Create[0].(*nbdb.LoadBalancer).UUID}
+	want := Link{ParentTable: nbdb.LoadBalancerGroupTable, ParentUUID: lbgUUID, ParentName: ClusterLBGroupName,
+		ChildTable: nbdb.LoadBalancerTable, Child: p.Create[0].(*nbdb.LoadBalancer).UUID}
 	if p.Link[0] != want {
 		t.Errorf("link %+v, want %+v", p.Link[0], want)
 	}
@@ -147,10 +150,88 @@ func TestMergeRenamesNamedUUIDsApart(t *testing.T) {
 	}
 }
 
-// Every table that references the master's rows, as a parent or weakly, can be searched for
-// referrers: a missing lookup would leave stale references behind unnoticed.
+// Merge renames the named UUIDs of copies: the plans it merges stay as Diff made them, so a
+// caller may merge them again, or apply one alone, and get the same operations.
+func TestMergeLeavesItsPlansAlone(t *testing.T) {
+	ctx := context.Background()
+	node, err := Diff(ctx, fakeView{clusterRouter()}, node1, nodeRows("10.244.1.0/24"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb, err := Diff(ctx, lbWorld(nil, nil, nil), web, []Row{lbRow(ServiceClusterLB, "tcp", clusterLBG)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snapshot := func(p *Plan) Plan {
+		c := *p
+		c.Create = nil
+		for _, m := range p.Create {
+			c.Create = append(c.Create, model.Clone(m))
+		}
+		c.Link = slices.Clone(p.Link)
+		return c
+	}
+	before := []Plan{snapshot(node), snapshot(lb)}
+	m := Merge(node, lb)
+	for i, p := range []*Plan{node, lb} {
+		if !reflect.DeepEqual(*p, before[i]) {
+			t.Errorf("plan %d changed by Merge:\n%+v\nwas\n%+v", i, *p, before[i])
+		}
+	}
+	if again := Merge(node, lb); !reflect.DeepEqual(again, m) {
+		t.Errorf("merging twice differs:\n%+v\n%+v", again, m)
+	}
+
+	// The merged plan is consistent: every named UUID distinct, the new switch references
+	// its new port by the port's new name, and every link names a created row.
+	created := map[string]bool{}
+	var sw *nbdb.LogicalSwitch
+	var port *nbdb.LogicalSwitchPort
+	for _, c := range m.Create {
+		a, _ := access(c)
+		if created[*a.uuid] || !strings.HasPrefix(*a.uuid, "new_") {
+			t.Errorf("named UUID %q repeated or not named", *a.uuid)
+		}
+		created[*a.uuid] = true
+		switch r := c.(type) {
+		case *nbdb.LogicalSwitch:
+			sw = r
+		case *nbdb.LogicalSwitchPort:
+			port = r
+		}
+	}
+	if sw == nil || port == nil || !slices.Equal(sw.Ports, []string{port.UUID}) {
+		t.Errorf("merged switch %+v, port %+v", sw, port)
+	}
+	for _, l := range m.Link {
+		if !created[l.Child] {
+			t.Errorf("link %+v names no created row", l)
+		}
+	}
+}
+
+// Diff is a function of the view and the desired rows: the same inputs give the same plan,
+// named UUIDs included (they are unique within a plan; Merge renames plans apart).
+func TestDiffIsAFunction(t *testing.T) {
+	ctx := context.Background()
+	a, err := Diff(ctx, fakeView{clusterRouter()}, node1, nodeRows("10.244.1.0/24"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Diff(ctx, fakeView{clusterRouter()}, node1, nodeRows("10.244.1.0/24"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(a, b) {
+		t.Errorf("two diffs of the same rows:\n%+v\n%+v", a, b)
+	}
+}
+
+// Every table that references the master's rows, as a parent or a referrer, can be searched
+// for referrers: a missing lookup would leave stale references behind unnoticed.
 func TestEveryReferrerTableHasALookup(t *testing.T) {
-	for child, info := range tables {
+	for _, child := range TableNames() {
+		info := infoOf(child)
 		from := info.referrers
 		if !info.root {
 			from = []string{info.parent}

@@ -4,13 +4,10 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-	"slices"
 
 	"github.com/ovn-org/libovsdb/client"
 	"github.com/ovn-org/libovsdb/model"
 	"github.com/ovn-org/libovsdb/ovsdb"
-
-	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
 )
 
 // ClientIndexes are the libovsdb client indexes that make CacheView.Owned a lookup instead
@@ -75,11 +72,11 @@ func (v CacheView) Owned(ctx context.Context, k Key) ([]model.Model, error) {
 }
 
 // Referrers returns the cached rows that reference uuid, a row of childTable: rows of its
-// parent table, or of the tables that reference a root table weakly.
+// parent table, or of the referrer tables of a root table (Row.ReferencedBy).
 func (v CacheView) Referrers(ctx context.Context, childTable, uuid string) ([]model.Model, error) {
-	info, ok := tables[childTable]
-	if !ok || (info.root && len(info.referrers) == 0) {
-		return nil, fmt.Errorf("nbsync: %s rows have no referrers", childTable)
+	info := infoOf(childTable)
+	if info.name == "" || (info.root && len(info.referrers) == 0) {
+		return nil, fmt.Errorf("nb: %s rows have no referrers", childTable)
 	}
 	from := info.referrers
 	if !info.root {
@@ -87,9 +84,7 @@ func (v CacheView) Referrers(ctx context.Context, childTable, uuid string) ([]mo
 	}
 	var out []model.Model
 	for _, t := range from {
-		// A typed predicate over the cached rows: a condition on a set column would be
-		// evaluated by reflection over every element of every row, and the cluster load
-		// balancer group holds one UUID per Service.
+		// A typed predicate over the cached rows (see table.refPredicate).
 		pred, err := refPredicate(t, childTable, uuid)
 		if err != nil {
 			return nil, err
@@ -101,30 +96,6 @@ func (v CacheView) Referrers(ctx context.Context, childTable, uuid string) ([]mo
 		out = append(out, rows...)
 	}
 	return out, nil
-}
-
-// refPredicate is a libovsdb cache predicate for rows of table whose reference column for
-// childTable holds uuid. Every table that holds references to the master's rows needs a
-// case: a table without one is an error, not an empty answer (which would leave stale
-// references behind).
-func refPredicate(table, childTable, uuid string) (any, error) {
-	has := func(m model.Model) bool {
-		col, err := refColumn(m, childTable)
-		return err == nil && slices.Contains(*col, uuid)
-	}
-	switch table {
-	case LogicalSwitch:
-		return func(m *nbdb.LogicalSwitch) bool { return has(m) }, nil
-	case LogicalRouter:
-		return func(m *nbdb.LogicalRouter) bool { return has(m) }, nil
-	case LoadBalancerGroup:
-		return func(m *nbdb.LoadBalancerGroup) bool { return has(m) }, nil
-	case PortGroup:
-		return func(m *nbdb.PortGroup) bool { return has(m) }, nil
-	case Meter:
-		return func(m *nbdb.Meter) bool { return has(m) }, nil
-	}
-	return nil, fmt.Errorf("nbsync: no reference lookup in %s rows", table)
 }
 
 // All returns every cached row of the tables the master writes.
