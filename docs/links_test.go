@@ -298,7 +298,6 @@ var notInTree = map[string]string{
 // the test fails once one exists, so that the entry is removed and the path checked again.
 var pending = map[string]string{
 	"internal/svcmodel":                  "the Service model (svcmodel branch)",
-	"master/nb/README.md":                "the nb package's README (nb branch)",
 	"internal/contract/paths_linux.go":   "default paths (contract branch)",
 	"internal/contract/paths_windows.go": "default paths (contract branch)",
 }
