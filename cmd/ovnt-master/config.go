@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/cliapp"
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 )
 
 // Config is the master's validated configuration.
@@ -19,7 +20,6 @@ type Config struct {
 	NBCACert       string
 	ClusterCIDR    netip.Prefix
 	NodeSubnetBits int // prefix length of each node's pod subnet
-	ServiceCIDR    netip.Prefix
 	JoinSubnet     netip.Prefix
 	LeaderElect    bool
 	// LeaderElectNamespace and LeaderElectName name the coordination.k8s.io Lease the
@@ -46,10 +46,9 @@ func flags() []cli.Flag {
 		cliapp.String("nb-client-cert", "", "client certificate for ssl: remotes"),
 		cliapp.String("nb-client-key", "", "client private key for ssl: remotes"),
 		cliapp.String("nb-ca-cert", "", "CA certificate for ssl: remotes"),
-		cliapp.String("cluster-cidr", "10.244.0.0/16", "pod network, split into one subnet per node"),
+		cliapp.String(contract.FlagClusterCIDR, "10.244.0.0/16", "pod network, split into one subnet per node (what every ovnt-node is given)"),
 		cliapp.Int("node-subnet-prefix", 24, "prefix length of each node's pod subnet"),
-		cliapp.String("service-cidr", "10.96.0.0/16", "Service ClusterIP range (the API server's --service-cluster-ip-range)"),
-		cliapp.String("join-subnet", "100.64.0.0/16", "subnet linking the cluster router to the gateway routers"),
+		cliapp.String("join-subnet", "100.64.0.0/16", "subnet linking the cluster router to the gateway routers; must overlap neither the cluster CIDR nor the Service range"),
 		cliapp.Bool("leader-elect", true, "run leader election so that only one of several masters writes"),
 		cliapp.String("leader-elect-namespace", "kube-system", "namespace of the leader election Lease"),
 		cliapp.String("leader-elect-name", "ovnt-master", "name of the leader election Lease"),
@@ -84,14 +83,18 @@ func configFrom(c *cli.Context) (Config, error) {
 		GCPercent:            c.Int("gc-percent"),
 		MemoryLimitMiB:       c.Int("memory-limit-mib"),
 	}
-	var err error
-	for _, p := range []struct {
-		flag string
-		dst  *netip.Prefix
-	}{{"cluster-cidr", &cfg.ClusterCIDR}, {"service-cidr", &cfg.ServiceCIDR}, {"join-subnet", &cfg.JoinSubnet}} {
-		if *p.dst, err = parseCIDR(p.flag, c.String(p.flag)); err != nil {
-			return Config{}, err
-		}
+	// The master writes nothing that depends on the Service range (Services' addresses come
+	// from the API server), so it takes only the cluster CIDR, and only one.
+	nets, err := contract.ParseClusterNetworks(c.String(contract.FlagClusterCIDR), "")
+	if err != nil {
+		return Config{}, err
+	}
+	if len(nets.ClusterCIDRs) != 1 {
+		return Config{}, fmt.Errorf("--%s %q: the master takes one prefix", contract.FlagClusterCIDR, c.String(contract.FlagClusterCIDR))
+	}
+	cfg.ClusterCIDR = nets.ClusterCIDRs[0]
+	if cfg.JoinSubnet, err = parseCIDR("join-subnet", c.String("join-subnet")); err != nil {
+		return Config{}, err
 	}
 	return cfg, cfg.validate()
 }
@@ -111,11 +114,10 @@ func (c Config) validate() error {
 	if c.NBAddress == "" {
 		return fmt.Errorf("--nb-address is empty")
 	}
-	// IPv4 only for now: the MAC of an interface derives from its IPv4 address.
-	for flag, p := range map[string]netip.Prefix{"cluster-cidr": c.ClusterCIDR, "join-subnet": c.JoinSubnet} {
-		if !p.Addr().Is4() {
-			return fmt.Errorf("--%s %s: only IPv4 is supported", flag, p)
-		}
+	// IPv4 only for now: the MAC of an interface derives from its IPv4 address
+	// (contract.ParseClusterNetworks checked the cluster CIDR).
+	if !c.JoinSubnet.Addr().Is4() {
+		return fmt.Errorf("--join-subnet %s: only IPv4 is supported", c.JoinSubnet)
 	}
 	// A node subnet keeps its network, broadcast, router (.1) and management (.2) addresses.
 	const maxBits = 29
@@ -134,13 +136,8 @@ func (c Config) validate() error {
 	if c.ResyncPeriod < 0 || c.Workers < 1 {
 		return fmt.Errorf("--resync-period must not be negative and --workers must be at least 1")
 	}
-	nets := map[string]netip.Prefix{"cluster-cidr": c.ClusterCIDR, "service-cidr": c.ServiceCIDR, "join-subnet": c.JoinSubnet}
-	for a, pa := range nets {
-		for b, pb := range nets {
-			if a < b && pa.Overlaps(pb) {
-				return fmt.Errorf("--%s %s overlaps --%s %s", a, pa, b, pb)
-			}
-		}
+	if c.ClusterCIDR.Overlaps(c.JoinSubnet) {
+		return fmt.Errorf("--%s %s overlaps --join-subnet %s", contract.FlagClusterCIDR, c.ClusterCIDR, c.JoinSubnet)
 	}
 	return nil
 }

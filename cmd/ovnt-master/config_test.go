@@ -22,8 +22,7 @@ func TestConfigDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.ClusterCIDR.String() != "10.244.0.0/16" || cfg.NodeSubnetBits != 24 ||
-		cfg.ServiceCIDR.String() != "10.96.0.0/16" || cfg.JoinSubnet.String() != "100.64.0.0/16" {
+	if cfg.ClusterCIDR.String() != "10.244.0.0/16" || cfg.NodeSubnetBits != 24 || cfg.JoinSubnet.String() != "100.64.0.0/16" {
 		t.Errorf("defaults: %+v", cfg)
 	}
 }
@@ -31,9 +30,9 @@ func TestConfigDefaults(t *testing.T) {
 func TestConfigPrecedence(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "master.yaml")
-	os.WriteFile(file, []byte("cluster-cidr: 10.128.0.0/14\nnode-subnet-prefix: 23\nservice-cidr: 172.30.0.0/16\n"), 0o644)
+	os.WriteFile(file, []byte("cluster-cidr: 10.128.0.0/14\nnode-subnet-prefix: 23\njoin-subnet: 100.64.0.0/16\n"), 0o644)
 	t.Setenv("OVNT_NODE_SUBNET_PREFIX", "25")
-	cfg, err := parse(t, "--config", file, "--service-cidr", "172.31.0.0/16")
+	cfg, err := parse(t, "--config", file, "--join-subnet", "100.65.0.0/16")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,8 +42,8 @@ func TestConfigPrecedence(t *testing.T) {
 	if cfg.NodeSubnetBits != 25 {
 		t.Errorf("the environment must override the file: got /%d", cfg.NodeSubnetBits)
 	}
-	if cfg.ServiceCIDR.String() != "172.31.0.0/16" {
-		t.Errorf("the command line must override the file: got %s", cfg.ServiceCIDR)
+	if cfg.JoinSubnet.String() != "100.65.0.0/16" {
+		t.Errorf("the command line must override the file: got %s", cfg.JoinSubnet)
 	}
 }
 
@@ -55,7 +54,10 @@ func TestConfigRejectsBadInput(t *testing.T) {
 	}{
 		{[]string{"--cluster-cidr", "10.244.0.0/33"}, "cluster-cidr"},
 		{[]string{"--cluster-cidr", "10.244.1.0/16"}, "host bits set"},
-		{[]string{"--service-cidr", "10.244.128.0/20"}, "overlaps"},
+		{[]string{"--join-subnet", "10.244.128.0/20"}, "overlaps"},
+		{[]string{"--cluster-cidr", "10.244.0.0/16,10.245.0.0/16"}, "one prefix"},
+		// The master writes nothing that depends on the Service range: no such flag.
+		{[]string{"--service-cidr", "10.96.0.0/16"}, "service-cidr"},
 		{[]string{"--node-subnet-prefix", "16"}, "node-subnet-prefix"},
 		{[]string{"--node-subnet-prefix", "31"}, "node-subnet-prefix"},
 		{[]string{"--nb-address", ""}, "nb-address"},

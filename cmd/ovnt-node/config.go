@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/cliapp"
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/node/agent"
 	"github.com/ovn-transparent/ovn-transparent/node/gateway"
 )
@@ -31,13 +32,11 @@ func flags() []cli.Flag {
 		cliapp.String("datapath-type", "system", "datapath of the node's bridges: system (kernel module) or netdev (userspace)"),
 		cliapp.String("uplink-interface", "", "interface to the physical network, moved into the gateway bridge"),
 		cliapp.String("gateway-bridge", "br-phy", "the bridge that holds the uplink and takes over the node's address"),
-		cliapp.String("physical-network", "physnet", "name of the physical network in ovn-bridge-mappings"),
 		cliapp.String("ovs-rundir", "", "ovs-vswitchd's run directory, where the gateway bridge's OpenFlow socket <bridge>.mgmt is; empty: the directory of a unix: --ovs-address, else "+defaultOVSRunDir),
 		cliapp.Duration("gateway-resync", gateway.DefaultResync, "how often the gateway bridge's flows are read back and restored"),
-		cliapp.String("nodeport-gr-ip", gateway.DefaultNodePortGRIP, "the gateway routers' address of NodePorts, which the gateway bridge rewrites the node IP to and from (must be what ovnt-master uses); empty: no rewrite"),
 		cliapp.Bool("local-nodeports", true, "rewrite the host's own connections to its NodePorts to the Service's ClusterIP (Linux: nf_tables table ip ovnt-local-nodeport; not implemented on Windows)"),
-		cliapp.String("cluster-cidr", "10.244.0.0/16", "pod address ranges, comma separated, routed from the node through the management port"),
-		cliapp.String("service-cidr", "10.96.0.0/16", "service address ranges, comma separated, routed from the node through the management port"),
+		cliapp.String(contract.FlagClusterCIDR, "10.244.0.0/16", "pod address ranges, comma separated, routed from the node through the management port (what ovnt-master is given)"),
+		cliapp.String(contract.FlagServiceCIDR, "10.96.0.0/16", "service address ranges, comma separated, routed from the node through the management port"),
 		cliapp.String("cni-socket", defaultCNISocket, "where the CNI plugin reaches this agent"),
 		cliapp.String("cni-bin-dir", defaultCNIBinDir, "where the CNI plugin binary is installed"),
 		cliapp.String("cni-conf-dir", defaultCNIConfDir, "where the CNI network configuration is written"),
@@ -60,7 +59,6 @@ func configFrom(c *cli.Context) (Config, error) {
 		DatapathType:       c.String("datapath-type"),
 		UplinkIface:        c.String("uplink-interface"),
 		GatewayBridge:      c.String("gateway-bridge"),
-		PhysicalNetwork:    c.String("physical-network"),
 		OVSRunDir:          ovsRunDir(c.String("ovs-rundir"), c.String("ovs-address")),
 		GatewayResync:      c.Duration("gateway-resync"),
 		LocalNodePorts:     c.Bool("local-nodeports"),
@@ -71,13 +69,6 @@ func configFrom(c *cli.Context) (Config, error) {
 		AnnotationTTL:      c.Duration("pod-annotation-timeout"),
 		PortInstallTimeout: c.Duration("port-install-timeout"),
 	}
-	if s := c.String("nodeport-gr-ip"); s != "" {
-		ip, err := netip.ParseAddr(s)
-		if err != nil || !ip.Is4() {
-			return Config{}, fmt.Errorf("--nodeport-gr-ip %q: not an IPv4 address", s)
-		}
-		cfg.NodePortGRIP = ip
-	}
 	if s := c.String("encap-ip"); s != "" {
 		ip, err := netip.ParseAddr(s)
 		if err != nil {
@@ -85,13 +76,11 @@ func configFrom(c *cli.Context) (Config, error) {
 		}
 		cfg.EncapIP = ip
 	}
-	var err error
-	if cfg.ClusterCIDRs, err = prefixes("cluster-cidr", c.String("cluster-cidr")); err != nil {
+	nets, err := contract.ParseClusterNetworks(c.String(contract.FlagClusterCIDR), c.String(contract.FlagServiceCIDR))
+	if err != nil {
 		return Config{}, err
 	}
-	if cfg.ServiceCIDRs, err = prefixes("service-cidr", c.String("service-cidr")); err != nil {
-		return Config{}, err
-	}
+	cfg.ClusterCIDRs, cfg.ServiceCIDRs = nets.ClusterCIDRs, nets.ServiceCIDRs
 	return cfg, validate(cfg)
 }
 
@@ -106,24 +95,6 @@ func ovsRunDir(flag, ovsAddress string) string {
 		return filepath.Dir(path)
 	}
 	return defaultOVSRunDir
-}
-
-func prefixes(flag, s string) ([]netip.Prefix, error) {
-	var out []netip.Prefix
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f == "" {
-			continue
-		}
-		p, err := netip.ParsePrefix(f)
-		if err != nil {
-			return nil, fmt.Errorf("--%s %q: %w", flag, f, err)
-		}
-		if p != p.Masked() {
-			return nil, fmt.Errorf("--%s %q: host bits set", flag, f)
-		}
-		out = append(out, p)
-	}
-	return out, nil
 }
 
 func validate(c Config) error {

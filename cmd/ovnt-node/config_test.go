@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,9 +40,28 @@ func TestNodeConfigRejectsBadInput(t *testing.T) {
 		{[]string{"--encap-ip", "300.1.1.1"}, "encap-ip"},
 		{[]string{"--node-name", ""}, "node-name"},
 		{[]string{"--gateway-resync", "0s"}, "gateway-resync"},
+		{[]string{"--cluster-cidr", "10.244.1.0/16"}, "host bits set"},
+		{[]string{"--service-cidr", "10.244.128.0/20"}, "overlaps"},
+		{[]string{"--cluster-cidr", "fd00::/48"}, "IPv4"},
+		{[]string{"--cluster-cidr", ""}, "cluster-cidr"},
+		// What the master must agree with is internal/contract's, not a flag.
+		{[]string{"--physical-network", "ext"}, "physical-network"},
+		{[]string{"--nodeport-gr-ip", "169.254.100.2"}, "nodeport-gr-ip"},
 	} {
 		if _, err := parse(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: got %v, want an error about %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// TestNodeConfigClusterNetworks: the cluster and service ranges are comma lists, parsed and
+// checked by contract.ParseClusterNetworks as the master's are.
+func TestNodeConfigClusterNetworks(t *testing.T) {
+	cfg, err := parse(t, "--cluster-cidr", "10.244.0.0/16, 10.245.0.0/16", "--service-cidr", "10.96.0.0/16")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(cfg.ClusterCIDRs) != "[10.244.0.0/16 10.245.0.0/16]" || fmt.Sprint(cfg.ServiceCIDRs) != "[10.96.0.0/16]" {
+		t.Errorf("got %v and %v", cfg.ClusterCIDRs, cfg.ServiceCIDRs)
 	}
 }

@@ -201,11 +201,3 @@ func (n NodeChassisInfo) Marshal() (string, error) {
 	b, err := json.Marshal(n)
 	return string(b), err
 }
-
-// MACFromIP derives the MAC the project gives an interface with IPv4 address ip:
-// 0a:58 followed by the four address bytes. Locally administered, unicast, and stable, so a
-// pod or port that gets the same IP again gets the same MAC and neighbours' caches stay right.
-func MACFromIP(ip netip.Addr) net.HardwareAddr {
-	b := ip.As16()
-	return net.HardwareAddr{0x0a, 0x58, b[12], b[13], b[14], b[15]}
-}

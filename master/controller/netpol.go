@@ -22,7 +22,6 @@ import (
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/master/nb"
 	"github.com/ovn-transparent/ovn-transparent/master/netpol"
-	"github.com/ovn-transparent/ovn-transparent/master/topology"
 	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
 )
 
@@ -430,7 +429,7 @@ func (st *netpolState) npPod(ctx context.Context, p *corev1.Pod) (netpol.Pod, bo
 		return netpol.Pod{}, false, nil
 	}
 	out := netpol.Pod{Namespace: p.Namespace, Name: p.Name, Labels: p.Labels,
-		Port: topology.PodPortName(p.Namespace, p.Name)}
+		Port: contract.PodPort(p.Namespace, p.Name)}
 	for _, ip := range p.Status.PodIPs {
 		if a, err := netip.ParseAddr(ip.IP); err == nil && a.Is4() {
 			out.IP = a

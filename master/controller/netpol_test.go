@@ -20,7 +20,6 @@ import (
 
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/master/netpol"
-	"github.com/ovn-transparent/ovn-transparent/master/topology"
 )
 
 // npPod is a test pod with labels and named container ports.
@@ -56,7 +55,7 @@ func (e *env) createLabelledPod(ns, name, node string, lbls map[string]string, p
 		e.t.Fatal(err)
 	}
 	pn := e.podNetwork(ns, name)
-	e.waitPort(topology.PodPortName(ns, name), true)
+	e.waitPort(contract.PodPort(ns, name), true)
 	return npPod{ns: ns, name: name, ip: pn.IPs[0].Addr(), mac: pn.MAC.String(),
 		gwMAC: contract.MACFromIP(pn.Gateways[0]).String()}
 }
@@ -102,8 +101,8 @@ func (e *env) conn(ct string, extra []string, srcPort, srcMAC string, srcIP neti
 func (e *env) expect(what string, src, dst npPod, proto string, port int, allowed bool) {
 	e.t.Helper()
 	e.eventually(fmt.Sprintf("%s: %s/%s -> %s/%s %s/%d allowed=%v", what, src.ns, src.name, dst.ns, dst.name, proto, port, allowed), func() (bool, string) {
-		ok, out := e.conn("new", nil, topology.PodPortName(src.ns, src.name), src.mac, src.ip, dst.mac, dst.ip, proto, 40000, port,
-			topology.PodPortName(dst.ns, dst.name))
+		ok, out := e.conn("new", nil, contract.PodPort(src.ns, src.name), src.mac, src.ip, dst.mac, dst.ip, proto, 40000, port,
+			contract.PodPort(dst.ns, dst.name))
 		return ok == allowed, out
 	})
 }
@@ -172,7 +171,7 @@ func TestNetworkPolicy(t *testing.T) {
 	e.expect("pods no policy selects", srv, cli, "tcp", 5000, true)
 
 	// The management port (kubelet probes) stays allowed.
-	mgmt := topology.ManagementIP(subnet)
+	mgmt := contract.ManagementIP(subnet)
 	ok, out := e.conn("new", nil, "k8s-node1", contract.MACFromIP(mgmt).String(), mgmt, srv.mac, srv.ip, "tcp", 40000, 1234, "np1_srv")
 	if !ok {
 		t.Errorf("management port -> srv blocked:\n%s", out)
@@ -222,7 +221,7 @@ func TestNetworkPolicy(t *testing.T) {
 	e.nbctl("ls-lb-add", "node1", "vip-other")
 	vip := func(v string, backend npPod) (bool, string) {
 		return e.conn("new", []string{"--lb-dst=" + backend.ip.String() + ":8080"}, "np1_cli", cli.mac, cli.ip, cli.gwMAC,
-			netip.MustParseAddr(v), "tcp", 40000, 80, topology.PodPortName(backend.ns, backend.name))
+			netip.MustParseAddr(v), "tcp", 40000, 80, contract.PodPort(backend.ns, backend.name))
 	}
 	if ok, out := vip("172.30.0.10", srv); !ok {
 		t.Errorf("cli -> service -> srv:8080 blocked by egress policy:\n%s", out)

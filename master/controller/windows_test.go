@@ -17,8 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/master/nb"
-	"github.com/ovn-transparent/ovn-transparent/master/topology"
 )
 
 // TestWindowsNodeSameAsLinux: a node registered as Windows (kubernetes.io/os=windows, the
@@ -74,9 +74,9 @@ func TestWindowsNodeSameAsLinux(t *testing.T) {
 	// says whether it is delivered to want's port.
 	traceFrom := func(src npPod, node string, dst string, port int, want npPod, lbDst string) (bool, string) {
 		flow := fmt.Sprintf(`inport == %q && eth.src == %s && eth.dst == %s && ip4.src == %s && ip4.dst == %s && ip.ttl == 64 && tcp && tcp.src == 40000 && tcp.dst == %d`,
-			topology.PodPortName(src.ns, src.name), src.mac, src.gwMAC, src.ip, dst, port)
+			contract.PodPort(src.ns, src.name), src.mac, src.gwMAC, src.ip, dst, port)
 		out := e.traceLB(node, flow, lbDst)
-		return strings.Contains(out, fmt.Sprintf("output(%q)", topology.PodPortName(want.ns, want.name))), out
+		return strings.Contains(out, fmt.Sprintf("output(%q)", contract.PodPort(want.ns, want.name))), out
 	}
 	expect := func(what string, src npPod, node string, dst npPod, allowed bool) {
 		t.Helper()

@@ -3,7 +3,6 @@ package netpol
 import (
 	"cmp"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -20,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/master/nb"
 	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
 )
@@ -204,17 +204,12 @@ func HasNamedEgressPorts(p *networkingv1.NetworkPolicy) bool {
 	return false
 }
 
-// ManagementMatch is the match of every node's management port address: host 2 of every
-// node subnet (of nodeBits) of the cluster CIDR, as one masked address.
+// ManagementMatch is the match of every node's management port address as a source
+// (contract.ManagementAddresses): one masked address for all node subnets of nodeBits in the
+// cluster CIDR.
 func ManagementMatch(cluster netip.Prefix, nodeBits int) string {
-	b := cluster.Masked().Addr().As4()
-	base := binary.BigEndian.Uint32(b[:]) | 2
-	prefixMask := func(bits int) uint32 { return ^uint32(0) << (32 - bits) }
-	mask := prefixMask(cluster.Bits()) | ^prefixMask(nodeBits)
-	var v, m [4]byte
-	binary.BigEndian.PutUint32(v[:], base)
-	binary.BigEndian.PutUint32(m[:], mask)
-	return fmt.Sprintf("ip4.src == %s/%s", netip.AddrFrom4(v), netip.AddrFrom4(m))
+	addr, mask := contract.ManagementAddresses(cluster, nodeBits)
+	return fmt.Sprintf("ip4.src == %s/%s", addr, mask)
 }
 
 // translator builds one policy's rows.

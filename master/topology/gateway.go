@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/master/nb"
 	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
 )
@@ -21,8 +22,8 @@ func gatewayRows(cfg Config, n Node) ([]nb.Row, error) {
 	id := func(r nb.Role) nb.ID { return nb.NewID(nb.Node, n.Name, r) }
 	clusterRouter := nb.NewID(nb.Cluster, nb.ClusterName, nb.ClusterRouter)
 	joinSwitch := nb.NewID(nb.Cluster, nb.ClusterName, nb.JoinSwitch)
-	gr := GatewayRouterName(n.Name)
-	rtoj, rtoe := "rtoj-"+gr, "rtoe-"+gr
+	gr := contract.GatewayRouter(n.Name)
+	rtoj, rtoe := contract.GatewayJoinPort(n.Name), contract.GatewayExternalPort(n.Name)
 	joinHost := netip.PrefixFrom(g.JoinIP, 32).String()
 	srcIP := nbdb.LogicalRouterStaticRoutePolicySrcIP
 
@@ -45,8 +46,8 @@ func gatewayRows(cfg Config, n Node) ([]nb.Row, error) {
 			Model:  &nbdb.LogicalRouterPort{Name: rtoj, MAC: mac(g.JoinIP), Networks: []string{prefix(g.JoinIP, cfg.JoinSubnet)}},
 			Parent: id(nb.GatewayRouter),
 		},
-		{ID: id(nb.JoinSwitchGatewayPort), Model: routerTypePort("jtor-"+gr, rtoj, "router", nil), Parent: joinSwitch},
-		{ID: id(nb.ExternalSwitch), Model: &nbdb.LogicalSwitch{Name: ExternalSwitchName(n.Name)}},
+		{ID: id(nb.JoinSwitchGatewayPort), Model: routerTypePort(contract.JoinSwitchGatewayPort(n.Name), rtoj, "router", nil), Parent: joinSwitch},
+		{ID: id(nb.ExternalSwitch), Model: &nbdb.LogicalSwitch{Name: contract.ExternalSwitch(n.Name)}},
 		{
 			ID:     id(nb.GatewayExternalPort),
 			Model:  &nbdb.LogicalRouterPort{Name: rtoe, MAC: g.MAC, Networks: []string{g.NodeIP.String()}},
@@ -56,13 +57,13 @@ func gatewayRows(cfg Config, n Node) ([]nb.Row, error) {
 			// nat-addresses=router: the switch side announces the GR's NAT addresses (the
 			// node IP) with gratuitous ARP, so the physical network learns where they are.
 			ID:     id(nb.ExternalSwitchGWPort),
-			Model:  routerTypePort("etor-"+gr, rtoe, g.MAC, map[string]string{"nat-addresses": "router"}),
+			Model:  routerTypePort(contract.ExternalSwitchGatewayPort(n.Name), rtoe, g.MAC, map[string]string{"nat-addresses": "router"}),
 			Parent: id(nb.ExternalSwitch),
 		},
 		{
 			ID: id(nb.LocalnetPort), Parent: id(nb.ExternalSwitch),
-			Model: &nbdb.LogicalSwitchPort{Name: LocalnetPortName(n.Name), Type: "localnet", Addresses: []string{"unknown"},
-				Options: map[string]string{"network_name": PhysicalNetwork}},
+			Model: &nbdb.LogicalSwitchPort{Name: contract.LocalnetPort(n.Name), Type: "localnet", Addresses: []string{"unknown"},
+				Options: map[string]string{"network_name": contract.PhysicalNetwork}},
 		},
 		{
 			// Pods of this node leave the cluster through this node's GR.

@@ -48,17 +48,6 @@ func GatewayFrom(info contract.NodeChassisInfo, joinIP netip.Addr) (*Gateway, er
 	return gw, nil
 }
 
-// Port and router names of a node.
-func GatewayRouterName(node string) string  { return "GR_" + node }
-func ExternalSwitchName(node string) string { return "ext_" + node }
-func ManagementPortName(node string) string { return "k8s-" + node }
-func LocalnetPortName(node string) string   { return "breth0_" + node }
-
-// RouterIP and ManagementIP are the first two host addresses of a node subnet: the cluster
-// router's port on the node switch (the pods' gateway) and the node's management port.
-func RouterIP(subnet netip.Prefix) netip.Addr     { return nth(subnet, 1) }
-func ManagementIP(subnet netip.Prefix) netip.Addr { return nth(subnet, 2) }
-
 // NodeRows returns the rows of node n: its switch, its link to the cluster router, its
 // management port and, once the node has a chassis, its gateway router with its join and
 // external links, routes and SNAT.
@@ -71,19 +60,19 @@ func NodeRows(cfg Config, n Node) ([]nb.Row, error) {
 	}
 	id := func(r nb.Role) nb.ID { return nb.NewID(nb.Node, n.Name, r) }
 	clusterRouter := nb.NewID(nb.Cluster, nb.ClusterName, nb.ClusterRouter)
-	gw, mgmt := RouterIP(n.Subnet), ManagementIP(n.Subnet)
-	rtos := "rtos-" + n.Name
+	gw, mgmt := contract.RouterIP(n.Subnet), contract.ManagementIP(n.Subnet)
+	rtos := contract.NodeRouterPort(n.Name)
 	rows := []nb.Row{
-		{ID: id(nb.NodeSwitch), Model: &nbdb.LogicalSwitch{Name: n.Name, OtherConfig: map[string]string{"subnet": n.Subnet.String()}}},
+		{ID: id(nb.NodeSwitch), Model: &nbdb.LogicalSwitch{Name: contract.NodeSwitch(n.Name), OtherConfig: map[string]string{"subnet": n.Subnet.String()}}},
 		{
 			ID:     id(nb.NodeRouterPort),
 			Model:  &nbdb.LogicalRouterPort{Name: rtos, MAC: mac(gw), Networks: []string{prefix(gw, n.Subnet)}},
 			Parent: clusterRouter,
 		},
-		{ID: id(nb.NodeSwitchRouterPort), Model: routerTypePort("stor-"+n.Name, rtos, "router", nil), Parent: id(nb.NodeSwitch)},
+		{ID: id(nb.NodeSwitchRouterPort), Model: routerTypePort(contract.NodeSwitchRouterPort(n.Name), rtos, "router", nil), Parent: id(nb.NodeSwitch)},
 		{
 			ID:     id(nb.ManagementPort),
-			Model:  &nbdb.LogicalSwitchPort{Name: ManagementPortName(n.Name), Addresses: []string{mac(mgmt) + " " + mgmt.String()}},
+			Model:  &nbdb.LogicalSwitchPort{Name: contract.ManagementPort(n.Name), Addresses: []string{mac(mgmt) + " " + mgmt.String()}},
 			Parent: id(nb.NodeSwitch),
 		},
 	}

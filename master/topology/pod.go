@@ -24,10 +24,6 @@ type Pod struct {
 // PodKey is the owner key of a pod: "namespace/name".
 func PodKey(namespace, name string) string { return namespace + "/" + name }
 
-// PodPortName is the logical switch port of a pod, and the iface-id the node agent gives the
-// pod's interface: "<namespace>_<pod>" (neither may contain "_").
-func PodPortName(namespace, name string) string { return namespace + "_" + name }
-
 // PodRows returns the pod's port on its node's switch. port_security pins the MAC and IP the
 // pod may send from, so a pod cannot spoof another's address.
 func PodRows(p Pod) ([]nb.Row, error) {
@@ -38,7 +34,7 @@ func PodRows(p Pod) ([]nb.Row, error) {
 	return []nb.Row{{
 		ID: nb.NewID(nb.Pod, PodKey(p.Namespace, p.Name), nb.PodPort),
 		Model: &nbdb.LogicalSwitchPort{
-			Name:         PodPortName(p.Namespace, p.Name),
+			Name:         contract.PodPort(p.Namespace, p.Name),
 			Addresses:    []string{addr},
 			PortSecurity: []string{addr},
 			ExternalIDs:  map[string]string{PodUIDKey: p.UID},
@@ -53,6 +49,6 @@ func PodNetwork(subnet netip.Prefix, ip netip.Addr) contract.PodNetworkInfo {
 	return contract.PodNetworkInfo{
 		IPAddresses: []string{netip.PrefixFrom(ip, subnet.Bits()).String()},
 		MACAddress:  mac(ip),
-		GatewayIPs:  []string{RouterIP(subnet).String()},
+		GatewayIPs:  []string{contract.RouterIP(subnet).String()},
 	}
 }

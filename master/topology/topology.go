@@ -1,7 +1,9 @@
 // Package topology says which Northbound rows the cluster, a node and a pod need. Its
 // functions are pure: Kubernetes-derived values in, nb rows out, no I/O. The layout is the
 // shared-gateway topology of ../../docs/architecture.md (whose naming table a test holds to
-// these functions), names as operators of OVN-based Kubernetes networks expect them:
+// these functions). The rows' names, and the addresses of a node subnet the node agent relies
+// on, are spelled in internal/contract (names.go, addressing.go), as operators of OVN-based
+// Kubernetes networks expect them:
 //
 //	ovn_cluster_router ── rtos-<node> ── stor-<node> ── switch <node> ── k8s-<node>, pods
 //	        └─ rtoj-ovn_cluster_router ── join ── jtor-GR_<node> ── rtoj-GR_<node> ── GR_<node>
@@ -16,15 +18,6 @@ import (
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/master/nb"
 	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
-)
-
-// Names of the shared rows.
-const (
-	ClusterRouterName = "ovn_cluster_router"
-	JoinSwitchName    = "join"
-	// PhysicalNetwork is the localnet network name; the node agent maps it to its gateway
-	// bridge with ovn-bridge-mappings=physnet:<bridge>.
-	PhysicalNetwork = "physnet"
 )
 
 // Config is what the topology takes from the master's configuration.
@@ -53,10 +46,10 @@ func mac(ip netip.Addr) string { return contract.MACFromIP(ip).String() }
 func Cluster(cfg Config) []nb.Row {
 	id := func(r nb.Role) nb.ID { return nb.NewID(nb.Cluster, nb.ClusterName, r) }
 	joinIP := cfg.ClusterRouterJoinIP()
-	const lrp = "rtoj-" + ClusterRouterName
+	const lrp = contract.ClusterRouterJoinPort
 	return []nb.Row{
-		{ID: id(nb.ClusterRouter), Model: &nbdb.LogicalRouter{Name: ClusterRouterName}},
-		{ID: id(nb.JoinSwitch), Model: &nbdb.LogicalSwitch{Name: JoinSwitchName}},
+		{ID: id(nb.ClusterRouter), Model: &nbdb.LogicalRouter{Name: contract.ClusterRouter}},
+		{ID: id(nb.JoinSwitch), Model: &nbdb.LogicalSwitch{Name: contract.JoinSwitch}},
 		{
 			ID:     id(nb.ClusterRouterJoinPort),
 			Model:  &nbdb.LogicalRouterPort{Name: lrp, MAC: mac(joinIP), Networks: []string{prefix(joinIP, cfg.JoinSubnet)}},
@@ -64,7 +57,7 @@ func Cluster(cfg Config) []nb.Row {
 		},
 		{
 			ID:     id(nb.JoinSwitchToClusterPort),
-			Model:  routerTypePort("jtor-"+ClusterRouterName, lrp, "router", nil),
+			Model:  routerTypePort(contract.JoinSwitchClusterPort, lrp, "router", nil),
 			Parent: id(nb.JoinSwitch),
 		},
 	}

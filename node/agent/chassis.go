@@ -54,7 +54,7 @@ func setupChassis(ctx context.Context, cfg Config, sw *ovs.Switch, host hostnet.
 		EncapType: cfg.EncapType, EncapIP: encapIP.String(), DatapathType: cfg.DatapathType,
 	}
 	if cfg.UplinkIface != "" {
-		ch.BridgeMappings = cfg.PhysicalNetwork + ":" + cfg.GatewayBridge
+		ch.BridgeMappings = contract.PhysicalNetwork + ":" + cfg.GatewayBridge
 	}
 	systemID, err := sw.EnsureChassis(ctx, ch)
 	if err != nil {
@@ -81,22 +81,11 @@ func setupChassis(ctx context.Context, cfg Config, sw *ovs.Switch, host hostnet.
 // operator added are kept.
 var gatewayProtocols = []string{"OpenFlow10", "OpenFlow13", "OpenFlow14"}
 
-// MgmtIfName is the management port's device and OVS port name: its logical port's name,
-// k8s-<node>, cut to the 15 characters a Linux interface name may have (one per node, so a
-// cut name cannot collide).
-func MgmtIfName(node string) string {
-	name := "k8s-" + node
-	if len(name) > 15 {
-		name = name[:15]
-	}
-	return name
-}
-
 // mgmtPort is the management port's OVS side; mac is nil until the node subnet is known.
 func mgmtPort(cfg Config, mac net.HardwareAddr) ovs.Port {
 	p := ovs.Port{
-		Name: MgmtIfName(cfg.NodeName), Type: "internal", MTURequest: cfg.MTU,
-		ExternalIDs: map[string]string{"iface-id": "k8s-" + cfg.NodeName},
+		Name: contract.MgmtIfName(cfg.NodeName), Type: "internal", MTURequest: cfg.MTU,
+		ExternalIDs: map[string]string{"iface-id": contract.ManagementPort(cfg.NodeName)},
 	}
 	if mac != nil {
 		p.MAC = mac.String()

@@ -25,10 +25,9 @@ type Config struct {
 	DatapathType string
 
 	// UplinkIface, if set, is moved into GatewayBridge, which takes over the node's
-	// address; PhysicalNetwork names it in ovn-bridge-mappings.
-	UplinkIface     string
-	GatewayBridge   string
-	PhysicalNetwork string
+	// address; contract.PhysicalNetwork names it in ovn-bridge-mappings.
+	UplinkIface   string
+	GatewayBridge string
 	// OVSRunDir is where ovs-vswitchd makes its sockets: the agent programs the gateway
 	// bridge through <OVSRunDir>/<GatewayBridge>.mgmt.
 	OVSRunDir string
@@ -36,9 +35,6 @@ type Config struct {
 	// even when nothing changed in the database.
 	GatewayResync time.Duration
 
-	// NodePortGRIP is the gateway routers' address of NodePorts (gateway.Params.NodePortGRIP);
-	// zero: NodePorts reach the gateway router at the node IP.
-	NodePortGRIP netip.Addr
 	// LocalNodePorts makes the host's own connections to its node IP's NodePorts reach the
 	// Service (nf_tables on Linux).
 	LocalNodePorts bool

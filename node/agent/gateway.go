@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/internal/openflow"
 	"github.com/ovn-transparent/ovn-transparent/node/gateway"
 	"github.com/ovn-transparent/ovn-transparent/node/hostnet"
@@ -27,9 +28,9 @@ func startGateway(ctx context.Context, cfg Config, sw *ovs.Switch, addr hostnet.
 		return nil, nil, err
 	}
 	c := gateway.New(gateway.Config{
-		Bridge: cfg.GatewayBridge, Uplink: cfg.UplinkIface, LocalnetPort: gateway.LocalnetPort(cfg.NodeName),
+		Bridge: cfg.GatewayBridge, Uplink: cfg.UplinkIface, LocalnetPort: contract.LocalnetPort(cfg.NodeName),
 		MAC: addr.MAC, IP: addr.IP.Addr(), Tunnel: gateway.TunnelFor(cfg.EncapType), Resync: cfg.GatewayResync,
-		NodePortGRIP: cfg.NodePortGRIP, HostPort: addr.HostPort,
+		HostPort: addr.HostPort,
 	}, sw, of, log)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})

@@ -112,7 +112,7 @@ func (c *nodeController) sync(ctx context.Context, name string) error {
 		return fmt.Errorf("management port: %w", err)
 	}
 	if c.done != subnet {
-		c.log.Info("management port set up", "port", MgmtIfName(c.cfg.NodeName), "subnet", subnet)
+		c.log.Info("management port set up", "port", contract.MgmtIfName(c.cfg.NodeName), "subnet", subnet)
 		c.done = subnet
 	}
 	return nil
@@ -141,18 +141,19 @@ func (c *nodeController) annotate(ctx context.Context, node *corev1.Node) error 
 	return nil
 }
 
-// setupManagementPort gives the management port the subnet's .2 and the MAC derived from
-// it (the master puts the same pair on the logical port k8s-<node>), and routes the cluster
-// and service ranges through the .1, the cluster router's port on the node's switch.
+// setupManagementPort gives the management port the subnet's contract.ManagementIP and the
+// MAC derived from it (the master puts the same pair on the logical port
+// contract.ManagementPort), and routes the cluster and service ranges through
+// contract.RouterIP, the cluster router's port on the node's switch.
 func (c *nodeController) setupManagementPort(ctx context.Context, subnet netip.Prefix) error {
-	gw := subnet.Addr().Next()
-	ip := gw.Next()
+	gw := contract.RouterIP(subnet)
+	ip := contract.ManagementIP(subnet)
 	mac := contract.MACFromIP(ip)
 	if _, err := c.sw.EnsurePort(ctx, IntegrationBridge, mgmtPort(c.cfg, mac)); err != nil {
 		return err
 	}
 	return c.host.SetupManagementPort(ctx, hostnet.ManagementPort{
-		IfName: MgmtIfName(c.cfg.NodeName), MAC: mac, IP: netip.PrefixFrom(ip, subnet.Bits()),
+		IfName: contract.MgmtIfName(c.cfg.NodeName), MAC: mac, IP: netip.PrefixFrom(ip, subnet.Bits()),
 		Gateway: gw, Routes: append(append([]netip.Prefix{}, c.cfg.ClusterCIDRs...), c.cfg.ServiceCIDRs...),
 		MTU: c.cfg.MTU,
 	})

@@ -7,6 +7,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/node/gateway"
 	"github.com/ovn-transparent/ovn-transparent/node/hostnet"
 	"github.com/ovn-transparent/ovn-transparent/node/localnat"
@@ -24,7 +25,7 @@ func startServices(ctx context.Context, cfg Config, client kubernetes.Interface,
 		sc.Gateway = gw
 	}
 	if cfg.LocalNodePorts {
-		nat, err := localnat.New(localnat.Config{MgmtIface: MgmtIfName(cfg.NodeName)})
+		nat, err := localnat.New(localnat.Config{MgmtIface: contract.MgmtIfName(cfg.NodeName)})
 		switch {
 		case errors.Is(err, localnat.ErrNotImplemented):
 			log.Info("the node's own connections to its NodePorts are not handled on this system", "reason", err.Error())

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/node/ovs"
 	"github.com/ovn-transparent/ovn-transparent/node/pods"
 )
@@ -24,10 +25,10 @@ func readiness(ctx context.Context, cfg Config, sw *ovs.Switch, w *pods.Watcher,
 	if !w.Synced() || !nodes.synced() {
 		return errors.New("has not listed its Node and pods from the API server yet")
 	}
-	name := MgmtIfName(cfg.NodeName)
+	name := contract.MgmtIfName(cfg.NodeName)
 	iface, ok := sw.Interface(ctx, name)
 	if !ok || !iface.Installed() {
-		return fmt.Errorf("ovn-controller has not installed the management port %s (logical port k8s-%s) yet", name, cfg.NodeName)
+		return fmt.Errorf("ovn-controller has not installed the management port %s (logical port %s) yet", name, contract.ManagementPort(cfg.NodeName))
 	}
 	return nil
 }

@@ -48,7 +48,7 @@ func transparent(m *hns.Model) *hostnet.Transparent {
 func windowsConfig(encap string) Config {
 	return Config{
 		NodeName: "win1", SBAddress: "tcp:172.18.0.1:6642", EncapType: encap, MTU: 1400,
-		UplinkIface: "Ethernet0", GatewayBridge: "br-phy", PhysicalNetwork: "physnet",
+		UplinkIface: "Ethernet0", GatewayBridge: "br-phy",
 		ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")},
 		ServiceCIDRs: []netip.Prefix{netip.MustParsePrefix("10.96.0.0/16")},
 	}

@@ -124,7 +124,7 @@ func (s *Server) attach(ctx context.Context, pod cni.PodArgs, uid string, p host
 	})
 	if err != nil {
 		return att, types.NewError(types.ErrTryAgainLater, err.Error(),
-			fmt.Sprintf("is logical switch port %s_%s in the NB and ovn-controller connected?", pod.Namespace, pod.Name))
+			fmt.Sprintf("is logical switch port %s in the NB and ovn-controller connected?", contract.PodPort(pod.Namespace, pod.Name)))
 	}
 	success = true
 	return att, nil
@@ -133,7 +133,7 @@ func (s *Server) attach(ctx context.Context, pod cni.PodArgs, uid string, p host
 // portIDs are the external_ids of the pod's interface in the switch.
 func portIDs(pod cni.PodArgs, uid string, p hostnet.PodInterface) map[string]string {
 	ids := map[string]string{
-		KeyIfaceID:     pod.Namespace + "_" + pod.Name,
+		KeyIfaceID:     contract.PodPort(pod.Namespace, pod.Name),
 		KeyAttachedMAC: p.MAC.String(),
 		KeyContainerID: p.ContainerID,
 		KeyIfName:      p.IfName,

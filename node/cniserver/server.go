@@ -23,7 +23,7 @@ import (
 // Interface external_ids the agent writes on a pod's port besides OVN's own, so DEL and GC
 // find the port from the CNI attachment without any state of their own.
 const (
-	KeyIfaceID     = "iface-id"     // OVN: the logical switch port, <namespace>_<pod>
+	KeyIfaceID     = "iface-id"     // OVN: the logical switch port, contract.PodPort
 	KeyAttachedMAC = "attached-mac" // OVN: the pod's MAC
 	KeyIfaceIDVer  = "iface-id-ver" // OVN: binds only the pod with this UID
 	KeyContainerID = "ovnt-container-id"

@@ -33,12 +33,10 @@ type Switch interface {
 type Config struct {
 	Bridge       string // br-phy
 	Uplink       string // the physical interface, a port of Bridge
-	LocalnetPort string // LocalnetPort(node)
+	LocalnetPort string // contract.LocalnetPort(node)
 	MAC          net.HardwareAddr
 	IP           netip.Addr
 	Tunnel       Tunnel
-	// NodePortGRIP is Params.NodePortGRIP.
-	NodePortGRIP netip.Addr
 	// HostPort is the name of the bridge's port that is the host's interface, holding MAC
 	// and IP (Ports.Host): empty for the bridge's own interface, LOCAL (Linux); the host
 	// vNIC's internal port on Windows (hostnet.NodeAddress.HostPort).
@@ -162,8 +160,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	c.mu.Lock()
 	nps := c.nodePorts
 	c.mu.Unlock()
-	flows := Flows(Params{Ports: ports, MAC: c.cfg.MAC, IP: c.cfg.IP, Tunnel: c.cfg.Tunnel,
-		NodePortGRIP: c.cfg.NodePortGRIP, NodePorts: nps})
+	flows := Flows(Params{Ports: ports, MAC: c.cfg.MAC, IP: c.cfg.IP, Tunnel: c.cfg.Tunnel, NodePorts: nps})
 	text := flowsText(flows)
 	if key == keyPorts && text == c.applied {
 		return nil

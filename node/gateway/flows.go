@@ -2,8 +2,8 @@
 // The bridge holds the uplink and the host's interface on the physical network (the
 // bridge's LOCAL port on Linux, the host vNIC's internal port on Windows: Ports.Host); the
 // gateway router's external port, reached through the patch port ovn-controller makes for
-// the localnet port breth0_<node>, has the same IP and MAC. The rules decide which of the
-// two a frame from the physical network is for (README.md).
+// the node's localnet port (contract.LocalnetPort), has the same IP and MAC. The rules
+// decide which of the two a frame from the physical network is for (README.md).
 //
 // Flows is a pure function of the bridge's port numbers and the node's address; Controller
 // watches the Open_vSwitch cache for those port numbers and syncs the flows through
@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/netip"
 
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/internal/openflow"
 )
 
@@ -35,10 +36,6 @@ const (
 	// it up.
 	tableReply = 1
 )
-
-// DefaultNodePortGRIP is the gateway routers' address of NodePorts (Params.NodePortGRIP)
-// that the master's load balancers use: link-local, never on a wire, the same on every node.
-const DefaultNodePortGRIP = "169.254.100.1"
 
 // Tunnel is the transport of the overlay's encapsulation: these packets belong to the host
 // (its kernel or OVS terminates the tunnel) and must never meet the zone's conntrack.
@@ -110,12 +107,6 @@ type Params struct {
 	MAC    net.HardwareAddr
 	IP     netip.Addr
 	Tunnel Tunnel
-	// NodePortGRIP, if valid, is the address the gateway routers' load balancers have for
-	// NodePorts: a NodePort on the node IP is rewritten to it on its way to the patch port,
-	// and back on the answers. The node IP itself is the GR's SNAT address, and OVN 23.03
-	// (template VIPs) then unSNATs a NodePort's first packet and misses its force_snat
-	// (README.md). Zero: NodePorts keep the node IP.
-	NodePortGRIP netip.Addr
 	// NodePorts are sent to the gateway router (ignored while there is no patch port; the
 	// node's own IP when IP is not IPv4, and entries with an IP that is not IPv4).
 	NodePorts []NodePort
@@ -202,6 +193,11 @@ func Flows(p Params) []openflow.Flow {
 // from the router go out untouched by conntrack (the router's own conntrack holds the load
 // balancer's state). Priority 110 puts them above the zone's commits and lookups. Packets
 // for an externalIP come to the node's MAC: the network routes that IP via the node IP.
+//
+// A NodePort on the node IP is rewritten to contract.NodePortGatewayIP, the address the
+// gateway routers' load balancers have for NodePorts, on its way to the patch port, and
+// back on the answers. The node IP itself is the GR's SNAT address, and OVN 23.03 (template
+// VIPs) then unSNATs a NodePort's first packet and misses its force_snat (README.md).
 func nodePortFlows(p Params) []openflow.Flow {
 	var flows []openflow.Flow
 	for _, np := range p.NodePorts {
@@ -214,8 +210,8 @@ func nodePortFlows(p Params) []openflow.Flow {
 		}
 		// gr is the address the GR knows the entry point by.
 		gr, in, back := ip, []openflow.Action{openflow.Output{Port: p.Patch}}, []openflow.Action{openflow.Output{Port: p.Uplink}}
-		if !np.IP.IsValid() && p.NodePortGRIP.Is4() {
-			gr = p.NodePortGRIP
+		if !np.IP.IsValid() {
+			gr = contract.NodePortGatewayIP
 			in = append([]openflow.Action{openflow.SetIPv4Dst{IP: gr}}, in...)
 			back = append([]openflow.Action{openflow.SetIPv4Src{IP: ip}}, back...)
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/internal/openflow"
 )
 
@@ -213,14 +214,15 @@ func TestFlowsDecide(t *testing.T) {
 func TestFlowsNodePortHook(t *testing.T) {
 	np := NodePort{Protocol: openflow.IPProtoTCP, Port: 30080}
 	in := ipPkt(upPort, otherMAC, nodeMAC, openflow.IPProtoTCP, extIP, nodeIP, 40000, 30080)
-	out := ipPkt(patchPort, nodeMAC, otherMAC, openflow.IPProtoTCP, nodeIP, extIP, 30080, 40000)
+	// The gateway router answers a NodePort from the address it knows it by.
+	out := ipPkt(patchPort, nodeMAC, otherMAC, openflow.IPProtoTCP, contract.NodePortGatewayIP, extIP, 30080, 40000)
 	for _, tc := range []struct {
 		name    string
 		p       Params
 		in, out string
 	}{
 		{"no node ports", params(patchPort), lookup + " | LOCAL", commitOVN},
-		{"node port 30080/tcp", params(patchPort, np), "output:2", "output:1"},
+		{"node port 30080/tcp", params(patchPort, np), "set_field:169.254.100.1->ip_dst,output:2", "set_field:172.18.0.1->ip_src,output:1"},
 		{"other protocol", params(patchPort, NodePort{Protocol: openflow.IPProtoUDP, Port: 30080}), lookup + " | LOCAL", commitOVN},
 		{"no patch port: ignored", params(0, np), lookup + " | LOCAL", ""},
 		{"IPv6 node address: ignored", func() Params { p := params(patchPort, np); p.IP = netip.MustParseAddr("fd00::1"); return p }(),
@@ -240,14 +242,13 @@ func TestFlowsNodePortHook(t *testing.T) {
 	}
 }
 
-// TestFlowsNodePortGRIP: with NodePortGRIP a NodePort on the node IP reaches the gateway
-// router at that address and its answers leave from the node IP again; externalIPs are not
-// rewritten.
+// TestFlowsNodePortGRIP: a NodePort on the node IP reaches the gateway router at
+// contract.NodePortGatewayIP and its answers leave from the node IP again; externalIPs are
+// not rewritten.
 func TestFlowsNodePortGRIP(t *testing.T) {
-	gr := netip.MustParseAddr(DefaultNodePortGRIP)
+	gr := contract.NodePortGatewayIP
 	vip := netip.MustParseAddr("192.0.2.10")
 	p := params(patchPort, NodePort{Protocol: openflow.IPProtoTCP, Port: 30080}, NodePort{Protocol: openflow.IPProtoTCP, Port: 80, IP: vip})
-	p.NodePortGRIP = gr
 	for _, f := range Flows(p) {
 		if err := f.Validate(); err != nil {
 			t.Errorf("%s: %v", f.String(), err)
@@ -381,8 +382,6 @@ func flowStrings(flows []openflow.Flow) []string {
 // was (matched in_port or output), and nothing else differs; Host 0 is LOCAL.
 func TestFlowsHostPort(t *testing.T) {
 	nps := []NodePort{{Protocol: openflow.IPProtoTCP, Port: 30080}, {Protocol: openflow.IPProtoTCP, Port: 80, IP: netip.MustParseAddr("192.0.2.10")}}
-	grip := params(patchPort, nps...)
-	grip.NodePortGRIP = netip.MustParseAddr(DefaultNodePortGRIP)
 	for _, tc := range []struct {
 		name string
 		p    Params
@@ -390,7 +389,6 @@ func TestFlowsHostPort(t *testing.T) {
 		{"host only", params(0)},
 		{"with the GR", params(patchPort)},
 		{"node ports", params(patchPort, nps...)},
-		{"node ports at the GR IP", grip},
 		{"stt", Params{Ports: Ports{Uplink: upPort, Patch: patchPort}, MAC: nodeMAC, IP: nodeIP, Tunnel: TunnelFor("stt")}},
 		{"no tunnel", Params{Ports: Ports{Uplink: upPort, Patch: patchPort}, MAC: nodeMAC, IP: nodeIP}},
 	} {

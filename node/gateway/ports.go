@@ -15,10 +15,6 @@ const KeyLocalnetPort = "ovn-localnet-port"
 // OpenFlow 1.0 terms, which OVS keeps to); above it are the reserved ports.
 const maxPort = 0xfeff
 
-// LocalnetPort is the name the master gives node's localnet logical port, on the node's
-// external switch ext_<node> (master/topology.LocalnetPortName).
-func LocalnetPort(node string) string { return "breth0_" + node }
-
 // errNotReady says a port the rules cannot do without (the uplink, or a named host port)
 // has no usable OpenFlow port number yet.
 type errNotReady struct{ reason string }

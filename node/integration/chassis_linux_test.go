@@ -85,7 +85,7 @@ func checkChassisSettings(ctx context.Context, t *testing.T, e *env, n *node) {
 	t.Helper()
 	ids := map[string]string{
 		"hostname": n.Name, "ovn-remote": e.central.SBRemote, "ovn-encap-type": "geneve",
-		"ovn-encap-ip": n.IP, "ovn-bridge-mappings": "physnet:br-phy", "ovn-bridge-datapath-type": "netdev",
+		"ovn-encap-ip": n.IP, "ovn-bridge-mappings": contract.PhysicalNetwork + ":br-phy", "ovn-bridge-datapath-type": "netdev",
 	}
 	for k, v := range ids {
 		out, err := n.VSCtl(ctx, "get", "Open_vSwitch", ".", "external_ids:"+k)
@@ -168,8 +168,8 @@ func snapshot(ctx context.Context, t *testing.T, e *env, n *node) string {
 // cluster and service ranges routed through the .1.
 func checkManagementPort(ctx context.Context, t *testing.T, n *node) {
 	t.Helper()
-	mp := "k8s-" + n.Name
-	if out, err := n.VSCtl(ctx, "get", "Interface", mp, "type", "external_ids:iface-id"); err != nil || out != "internal\n"+mp+"\n" {
+	mp := contract.MgmtIfName(n.Name)
+	if out, err := n.VSCtl(ctx, "get", "Interface", mp, "type", "external_ids:iface-id"); err != nil || out != "internal\n"+contract.ManagementPort(n.Name)+"\n" {
 		t.Errorf("%s: management port in OVS: %q (%v)", n.Name, out, err)
 	}
 	mac := contract.MACFromIP(n.mgmtIP()).String()

@@ -15,8 +15,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/ovn-org/libovsdb/client"
+
 	"github.com/ovn-transparent/ovn-transparent/internal/cni"
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
+	"github.com/ovn-transparent/ovn-transparent/internal/ovsdb"
+	"github.com/ovn-transparent/ovn-transparent/master/nb"
+	"github.com/ovn-transparent/ovn-transparent/master/topology"
+	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 )
 
@@ -29,16 +35,20 @@ var programs = []string{
 const (
 	clusterCIDR = "10.244.0.0/16"
 	serviceCIDR = "10.96.0.0/16"
+	joinSubnet  = "100.64.0.0/16"
 	// annotationTimeout is the agents' --pod-annotation-timeout: short, for the test of a
 	// pod the master never annotates.
 	annotationTimeout = 4 * time.Second
 )
 
-// env is a cluster without a master: the test writes what the master would.
+// env is a cluster without a master: the test writes what the master would, with the
+// master's own row builders (master/topology) and writer (master/nb).
 type env struct {
 	t       *testing.T
 	r       *harness.Run
 	central *harness.OVNCentral
+	nb      client.Client // to central's NB
+	topo    topology.Config
 	kube    *harness.Kube
 	client  kubernetes.Interface
 	nodes   []*node
@@ -49,10 +59,12 @@ type env struct {
 // node is a harness node running ovnt-node.
 type node struct {
 	*harness.Node
-	index   int          // node i has subnet 10.244.i.0/24
-	subnet  netip.Prefix // its pod subnet
-	agentN  int          // agents started, to name their logs
-	dir     string       // the agent's CNI socket, bin and conf directories
+	index  int          // node i has subnet 10.244.i.0/24
+	subnet netip.Prefix // its pod subnet
+	// gw is the gateway router's part of the node's rows; nil until masterGateways.
+	gw      *topology.Gateway
+	agentN  int    // agents started, to name their logs
+	dir     string // the agent's CNI socket, bin and conf directories
 	socket  string
 	binDir  string
 	confDir string
@@ -60,8 +72,8 @@ type node struct {
 	agent   *harness.Proc
 }
 
-func (n *node) gateway() netip.Addr { return n.subnet.Addr().Next() }
-func (n *node) mgmtIP() netip.Addr  { return n.gateway().Next() }
+func (n *node) gateway() netip.Addr { return contract.RouterIP(n.subnet) }
+func (n *node) mgmtIP() netip.Addr  { return contract.ManagementIP(n.subnet) }
 
 // newEnv starts OVN central, an API server and the named nodes (as harness nodes without a
 // chassis), creates their Node objects and the NB rows the master would, but starts no
@@ -100,9 +112,10 @@ func newEnv(ctx context.Context, t *testing.T, names ...string) *env {
 			t.Fatal(err)
 		}
 	}
-	if _, err := e.central.NBCtl(ctx, "lr-add", "ovn_cluster_router"); err != nil {
-		t.Fatal(err)
-	}
+	e.topo = topology.Config{ClusterCIDR: netip.MustParsePrefix(clusterCIDR), JoinSubnet: netip.MustParsePrefix(joinSubnet)}
+	e.nb = connectNB(ctx, t, e.central.NBRemote)
+	t.Cleanup(func() { e.nb.Close() })
+	e.applyNB(ctx, nb.Key{Kind: nb.Cluster, Name: nb.ClusterName}, topology.Cluster(e.topo))
 	for i, name := range names {
 		hn, err := r.StartNode(ctx, name, harness.NodeOptions{SkipChassis: true})
 		if err != nil {
@@ -115,7 +128,7 @@ func newEnv(ctx context.Context, t *testing.T, names ...string) *env {
 			t.Fatal(err)
 		}
 		e.createNode(ctx, n)
-		e.addNodeNB(ctx, n)
+		e.applyNode(ctx, n)
 		e.nodes = append(e.nodes, n)
 	}
 	e.ensureNamespace(ctx, "default")
@@ -135,25 +148,50 @@ func (e *env) createNode(ctx context.Context, n *node) {
 	}
 }
 
-// addNodeNB creates the node's switch, joined to the cluster router, and the management
-// port's logical port.
-func (e *env) addNodeNB(ctx context.Context, n *node) {
+// applyNode writes n's rows as the master would: its switch, joined to the cluster router,
+// the management port's logical port and, once n.gw is set, its gateway router.
+func (e *env) applyNode(ctx context.Context, n *node) {
 	e.t.Helper()
-	gw := n.gateway()
-	rtos, stor := "rtos-"+n.Name, "stor-"+n.Name
-	mgmt := fmt.Sprintf("%s %s", contract.MACFromIP(n.mgmtIP()), n.mgmtIP())
-	_, err := e.central.NBCtl(ctx,
-		"--", "ls-add", n.Name,
-		"--", "lrp-add", "ovn_cluster_router", rtos, contract.MACFromIP(gw).String(), fmt.Sprintf("%s/%d", gw, n.subnet.Bits()),
-		"--", "lsp-add", n.Name, stor,
-		"--", "lsp-set-type", stor, "router",
-		"--", "lsp-set-addresses", stor, "router",
-		"--", "lsp-set-options", stor, "router-port="+rtos,
-		"--", "lsp-add", n.Name, "k8s-"+n.Name,
-		"--", "lsp-set-addresses", "k8s-"+n.Name, mgmt)
+	rows, err := topology.NodeRows(e.topo, topology.Node{Name: n.Name, Subnet: n.subnet, Gateway: n.gw})
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	e.applyNB(ctx, nb.Key{Kind: nb.Node, Name: n.Name}, rows)
+}
+
+// applyNB converges key's rows in the NB to rows, in one transaction.
+func (e *env) applyNB(ctx context.Context, key nb.Key, rows []nb.Row) {
+	e.t.Helper()
+	p, err := nb.Diff(ctx, nb.NewCacheView(e.nb), key, rows)
+	if err != nil {
+		e.t.Fatalf("%s: %v", key, err)
+	}
+	ops, err := p.Ops(e.nb)
+	if err != nil {
+		e.t.Fatalf("%s: %v", key, err)
+	}
+	if _, err := ovsdb.Transact(ctx, e.nb, ops...); err != nil {
+		e.t.Fatalf("%s: %v", key, err)
+	}
+}
+
+// connectNB connects to the NB at remote, caching the tables the master writes.
+func connectNB(ctx context.Context, t *testing.T, remote string) client.Client {
+	t.Helper()
+	dbModel, err := nbdb.FullDatabaseModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dbModel.SetIndexes(nb.ClientIndexes())
+	var tables []ovsdb.Table
+	for _, name := range nb.TableNames() {
+		tables = append(tables, ovsdb.Table{Model: nb.NewModel(name)})
+	}
+	c, err := ovsdb.New(ctx, dbModel, ovsdb.Config{Remotes: remote, Tables: tables})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // ensureNamespace creates a namespace and its default ServiceAccount (no controller-manager

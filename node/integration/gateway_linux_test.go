@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
+	"github.com/ovn-transparent/ovn-transparent/master/topology"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 	"github.com/ovn-transparent/ovn-transparent/test/probe"
 	"github.com/ovn-transparent/ovn-transparent/test/recipe"
@@ -30,11 +31,10 @@ const gwCookie = "cookie=0x6f766e740001/-1"
 const gatewayResync = time.Second
 
 const (
-	joinSubnetBits = 16
-	extPort        = 9000 // the external host's probe server
-	hostPort       = 9100 // a server of the node's own, on the node IP
-	podPort        = 8080 // the pods' probe servers
-	beyond         = "198.51.100.1"
+	extPort  = 9000 // the external host's probe server
+	hostPort = 9100 // a server of the node's own, on the node IP
+	podPort  = 8080 // the pods' probe servers
+	beyond   = "198.51.100.1"
 )
 
 // TestSharedGateway runs ovnt-node on two nodes whose uplink it moved into br-phy, plays the
@@ -264,7 +264,7 @@ func TestSharedGateway(t *testing.T) {
 		// The master removes the localnet port: ovn-controller deletes the patch port and
 		// the host's part of the rules stays.
 		tl := time.Now()
-		if _, err := e.central.NBCtl(ctx, "lsp-del", "breth0_"+n2.Name); err != nil {
+		if _, err := e.central.NBCtl(ctx, "lsp-del", contract.LocalnetPort(n2.Name)); err != nil {
 			t.Fatal(err)
 		}
 		want = refFlows(ctx, t, n2, hostOnlyText(7, n2.MAC))
@@ -274,11 +274,7 @@ func TestSharedGateway(t *testing.T) {
 		expectPeer(ctx, t, "external host -> node1 meanwhile", ext.Netns, n1.IP+":"+strconv.Itoa(hostPort), "node1", ext.IP)
 
 		tl = time.Now()
-		ln := "breth0_" + n2.Name
-		if _, err := e.central.NBCtl(ctx, "--", "lsp-add", "ext_"+n2.Name, ln, "--", "lsp-set-type", ln, "localnet",
-			"--", "lsp-set-addresses", ln, "unknown", "--", "lsp-set-options", ln, "network_name=physnet"); err != nil {
-			t.Fatal(err)
-		}
+		e.applyNode(ctx, n2) // the master puts it back
 		p := waitPatchPort(ctx, t, n2)
 		want = refFlows(ctx, t, n2, recipe.BrPhy(7, p, gws[n2].mac, netip.Addr{}, nil))
 		waitBrPhy(ctx, t, n2, "the recipe's rules with the new patch port", func(got []string) bool { return slices.Equal(got, want) })
@@ -300,24 +296,11 @@ type gateway struct {
 	joinIP  netip.Addr
 }
 
-// masterGateways creates what the master would for the shared gateway, as the recipe does,
-// from the chassis annotation the agents wrote, and returns each node's gateway.
+// masterGateways creates what the master would for the shared gateway (master/topology's
+// rows, as the recipe builds them) from the chassis annotation the agents wrote, and returns
+// each node's gateway.
 func masterGateways(ctx context.Context, t *testing.T, e *env) map[*node]gateway {
 	t.Helper()
-	nb := func(args ...string) {
-		t.Helper()
-		if out, err := e.central.NBCtl(ctx, args...); err != nil {
-			t.Fatalf("%v\n%s", err, out)
-		}
-	}
-	router := netip.MustParseAddr("100.64.0.1")
-	nb("--", "ls-add", "join",
-		"--", "lrp-add", "ovn_cluster_router", "rtoj-ovn_cluster_router", contract.MACFromIP(router).String(),
-		fmt.Sprintf("%s/%d", router, joinSubnetBits),
-		"--", "lsp-add", "join", "jtor-ovn_cluster_router",
-		"--", "lsp-set-type", "jtor-ovn_cluster_router", "router",
-		"--", "lsp-set-addresses", "jtor-ovn_cluster_router", "router",
-		"--", "lsp-set-options", "jtor-ovn_cluster_router", "router-port=rtoj-ovn_cluster_router")
 	gws := map[*node]gateway{}
 	for _, n := range e.nodes {
 		node, err := e.client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
@@ -328,37 +311,13 @@ func masterGateways(ctx context.Context, t *testing.T, e *env) map[*node]gateway
 		if err != nil {
 			t.Fatalf("%s: %v", n.Name, err)
 		}
-		gw := gateway{chassis: info.ChassisID, nodeIP: netip.MustParsePrefix(info.NodeIP), mac: info.GatewayMAC,
-			nextHop: info.NextHop, joinIP: netip.AddrFrom4([4]byte{100, 64, 0, byte(n.index + 1)})}
-		gws[n] = gw
-		gr := "GR_" + n.Name
-		rtoj, rtoe, jtor, etor, ln := "rtoj-"+gr, "rtoe-"+gr, "jtor-"+gr, "etor-"+gr, "breth0_"+n.Name
-		join := gw.joinIP.String()
-		nb("--", "lr-add", gr,
-			"--", "set", "logical_router", gr, "options:chassis="+gw.chassis, "options:lb_force_snat_ip=router_ip",
-			"options:always_learn_from_arp_request=false", "options:dynamic_neigh_routers=true",
-			"--", "lrp-add", gr, rtoj, contract.MACFromIP(gw.joinIP).String(), fmt.Sprintf("%s/%d", join, joinSubnetBits),
-			"--", "lsp-add", "join", jtor,
-			"--", "lsp-set-type", jtor, "router",
-			"--", "lsp-set-addresses", jtor, "router",
-			"--", "lsp-set-options", jtor, "router-port="+rtoj,
-			"--", "lrp-add", gr, rtoe, gw.mac, gw.nodeIP.String(),
-			"--", "ls-add", "ext_"+n.Name,
-			"--", "lsp-add", "ext_"+n.Name, etor,
-			"--", "lsp-set-type", etor, "router",
-			"--", "lsp-set-addresses", etor, gw.mac,
-			"--", "lsp-set-options", etor, "router-port="+rtoe, "nat-addresses=router",
-			"--", "lsp-add", "ext_"+n.Name, ln,
-			"--", "lsp-set-type", ln, "localnet",
-			"--", "lsp-set-addresses", ln, "unknown",
-			"--", "lsp-set-options", ln, "network_name=physnet")
-		// The node's pods leave by its GR; a /32 to the GR's join IP keeps replies to
-		// lb_force_snat_ip off the src-ip route (recipe); the GR routes the cluster back.
-		nb("--policy=src-ip", "lr-route-add", "ovn_cluster_router", n.subnet.String(), join)
-		nb("lr-route-add", "ovn_cluster_router", join+"/32", join)
-		nb("lr-route-add", gr, clusterCIDR, router.String())
-		nb("lr-route-add", gr, "0.0.0.0/0", gw.nextHop, rtoe)
-		nb("lr-nat-add", gr, "snat", gw.nodeIP.Addr().String(), clusterCIDR)
+		joinIP := netip.AddrFrom4([4]byte{100, 64, 0, byte(n.index + 1)})
+		if n.gw, err = topology.GatewayFrom(info, joinIP); err != nil {
+			t.Fatalf("%s: %v", n.Name, err)
+		}
+		gws[n] = gateway{chassis: info.ChassisID, nodeIP: netip.MustParsePrefix(info.NodeIP), mac: info.GatewayMAC,
+			nextHop: info.NextHop, joinIP: joinIP}
+		e.applyNode(ctx, n)
 	}
 	return gws
 }
@@ -481,7 +440,7 @@ func waitPatchPort(ctx context.Context, t *testing.T, n *node) int {
 	defer cancel()
 	err := harness.WaitFor(ctx, n.Name+": localnet patch port on br-phy", 50*time.Millisecond, func() (bool, error) {
 		// ovn-controller marks the Port rows of both ends, not the Interfaces.
-		marked, err := n.VSCtl(ctx, "--bare", "--columns=name", "find", "Port", "external_ids:ovn-localnet-port=breth0_"+n.Name)
+		marked, err := n.VSCtl(ctx, "--bare", "--columns=name", "find", "Port", "external_ids:ovn-localnet-port="+contract.LocalnetPort(n.Name))
 		if err != nil {
 			return false, err
 		}

@@ -33,7 +33,7 @@ type pod struct {
 }
 
 func (p *pod) netnsPath() string { return "/run/netns/" + p.netns }
-func (p *pod) lsp() string       { return "default_" + p.name }
+func (p *pod) lsp() string       { return contract.PodPort("default", p.name) }
 func (p *pod) hostIf() string    { return hostnet.HostIfName(p.containerID, "eth0") }
 
 // rt is the runtime configuration a container runtime passes for the pod's sandbox.

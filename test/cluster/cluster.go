@@ -132,7 +132,6 @@ func (c *Cluster) StartMaster(ctx context.Context) error {
 		"--leader-elect-namespace", images.Namespace,
 		"--nb-address", c.Central.NBRemote,
 		"--cluster-cidr", c.opts.ClusterCIDR,
-		"--service-cidr", c.opts.ServiceCIDR,
 		// One master: a restarted one must not wait out the previous holder's Lease.
 		"--leader-elect=false",
 	}, c.opts.MasterArgs...)

@@ -1,0 +1,95 @@
+package contract
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+)
+
+// The flags that carry the cluster's address ranges. Both binaries take them under these
+// names, and the deployment feeds them to both from one ConfigMap.
+const (
+	FlagClusterCIDR = "cluster-cidr"
+	FlagServiceCIDR = "service-cidr"
+)
+
+// ClusterNetworks are the cluster's address ranges as the master and the node agents are
+// given them: the master splits the cluster CIDR into node subnets, and the node agent routes
+// both ranges from the host through the management port. Nothing compares one binary's
+// values with another's at run time, so both parse and check them here, alike.
+type ClusterNetworks struct {
+	// ClusterCIDRs are the pod networks (IPv4: interface MACs derive from IPv4 addresses).
+	ClusterCIDRs []netip.Prefix
+	// ServiceCIDRs are the Service ClusterIP ranges (the API server's
+	// --service-cluster-ip-range).
+	ServiceCIDRs []netip.Prefix
+}
+
+// ParseClusterNetworks parses the values of --cluster-cidr and --service-cidr, each a
+// comma-separated list of prefixes (empty entries are skipped; a missing service range is
+// allowed). It fails, naming the flag, on a prefix that does not parse or has host bits set,
+// on no cluster CIDR or one that is not IPv4, and on any two ranges that overlap.
+func ParseClusterNetworks(clusterCIDR, serviceCIDR string) (ClusterNetworks, error) {
+	var n ClusterNetworks
+	var err error
+	if n.ClusterCIDRs, err = parsePrefixes(FlagClusterCIDR, clusterCIDR); err != nil {
+		return ClusterNetworks{}, err
+	}
+	if n.ServiceCIDRs, err = parsePrefixes(FlagServiceCIDR, serviceCIDR); err != nil {
+		return ClusterNetworks{}, err
+	}
+	if len(n.ClusterCIDRs) == 0 {
+		return ClusterNetworks{}, fmt.Errorf("--%s is empty", FlagClusterCIDR)
+	}
+	for _, p := range n.ClusterCIDRs {
+		if !p.Addr().Is4() {
+			return ClusterNetworks{}, fmt.Errorf("--%s %s: only IPv4 is supported", FlagClusterCIDR, p)
+		}
+	}
+	type named struct {
+		flag string
+		p    netip.Prefix
+	}
+	var all []named
+	for _, p := range n.ClusterCIDRs {
+		all = append(all, named{FlagClusterCIDR, p})
+	}
+	for _, p := range n.ServiceCIDRs {
+		all = append(all, named{FlagServiceCIDR, p})
+	}
+	for i, a := range all {
+		for _, b := range all[i+1:] {
+			if a.p.Overlaps(b.p) {
+				return ClusterNetworks{}, fmt.Errorf("--%s %s overlaps --%s %s", a.flag, a.p, b.flag, b.p)
+			}
+		}
+	}
+	return n, nil
+}
+
+// parsePrefix parses the value of flag as one canonical prefix.
+func parsePrefix(flag, s string) (netip.Prefix, error) {
+	p, err := netip.ParsePrefix(strings.TrimSpace(s))
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("--%s %q: %w", flag, s, err)
+	}
+	if p != p.Masked() {
+		return netip.Prefix{}, fmt.Errorf("--%s %q: host bits set (did you mean %s?)", flag, s, p.Masked())
+	}
+	return p, nil
+}
+
+func parsePrefixes(flag, s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, f := range strings.Split(s, ",") {
+		if strings.TrimSpace(f) == "" {
+			continue
+		}
+		p, err := parsePrefix(flag, f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
