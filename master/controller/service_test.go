@@ -135,7 +135,7 @@ func TestServices(t *testing.T) {
 			strings.Contains(out, fmt.Sprintf(`"169.254.100.1:%d"=`, np)), out
 	})
 	// From outside, the node agent's bridge rewrites nodeIP:nodePort to 169.254.100.1 for the
-	// GR (a template VIP on the GR misses lb_force_snat_ip, see services.NodePortGatewayIP).
+	// GR (a template VIP on the GR misses lb_force_snat_ip, see contract.NodePortGatewayIP).
 	npFlow := fmt.Sprintf(`inport == "rtoe-GR_node1" && eth.src == 0a:00:00:00:00:99 && eth.dst == %s && ip4.src == 172.18.0.100 && ip4.dst == 169.254.100.1 && ip.ttl == 64 && tcp && tcp.src == 33333 && tcp.dst == %d`,
 		chassisOf(1).GatewayMAC, np)
 	e.nbctl("--wait=sb", "sync")

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/ovn-transparent/ovn-transparent/internal/svcmodel"
 	"github.com/ovn-transparent/ovn-transparent/master/nb"
 	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
 )
@@ -229,7 +230,7 @@ func TestNotOurs(t *testing.T) {
 		"externalName": svc(func(s *corev1.Service) {
 			s.Spec.Type, s.Spec.ClusterIP, s.Spec.ExternalName = corev1.ServiceTypeExternalName, "", "x.example"
 		}),
-		"other proxy": svc(func(s *corev1.Service) { s.Labels = map[string]string{ProxyNameLabel: "other"} }),
+		"other proxy": svc(func(s *corev1.Service) { s.Labels = map[string]string{svcmodel.ProxyNameLabel: "other"} }),
 	} {
 		if rows, problems := Rows(s, nil, nodes); len(rows)+len(problems) != 0 {
 			t.Errorf("%s: %d rows, %v", name, len(rows), problems)

@@ -15,17 +15,14 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-)
 
-// Protocol numbers of Rule.Protocol.
-const (
-	ProtoTCP  uint8 = 6
-	ProtoUDP  uint8 = 17
-	ProtoSCTP uint8 = 132
+	"github.com/ovn-transparent/ovn-transparent/internal/svcmodel"
 )
 
 // Rule sends the host's connections to NodeIP:NodePort to ClusterIP:Port.
 type Rule struct {
+	// Protocol is the IP protocol number of a Service port's protocol,
+	// svcmodel.Proto.IPProto(): TCP, UDP or SCTP.
 	Protocol  uint8
 	NodeIP    netip.Addr
 	NodePort  uint16
@@ -50,7 +47,7 @@ func (r Rule) Compare(o Rule) int {
 
 func (r Rule) validate() error {
 	switch {
-	case r.Protocol != ProtoTCP && r.Protocol != ProtoUDP && r.Protocol != ProtoSCTP:
+	case !svcmodel.Proto(r.Protocol).Valid():
 		return fmt.Errorf("rule %s: protocol %d", r, r.Protocol)
 	case !r.NodeIP.Is4() || !r.ClusterIP.Is4():
 		return fmt.Errorf("rule %s: IPv4 only", r)

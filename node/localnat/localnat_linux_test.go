@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ovn-transparent/ovn-transparent/internal/svcmodel"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 )
 
@@ -132,8 +133,8 @@ func TestLocalNodePort(t *testing.T) {
 	}
 	node, svc := netip.MustParseAddr("172.31.0.1"), netip.MustParseAddr("10.96.5.5")
 	rules := []Rule{
-		{Protocol: ProtoTCP, NodeIP: node, NodePort: 30080, ClusterIP: svc, Port: 80},
-		{Protocol: ProtoUDP, NodeIP: node, NodePort: 30080, ClusterIP: svc, Port: 80},
+		{Protocol: svcmodel.TCP.IPProto(), NodeIP: node, NodePort: 30080, ClusterIP: svc, Port: 80},
+		{Protocol: svcmodel.UDP.IPProto(), NodeIP: node, NodePort: 30080, ClusterIP: svc, Port: 80},
 	}
 	for i := 0; i < 2; i++ { // the second Sync replaces the table with the same rules
 		inHost(func() error { return nat.Sync(ctx, rules) })

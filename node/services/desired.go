@@ -15,19 +15,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
 
-	"github.com/ovn-transparent/ovn-transparent/internal/openflow"
+	"github.com/ovn-transparent/ovn-transparent/internal/svcmodel"
 	"github.com/ovn-transparent/ovn-transparent/node/gateway"
 	"github.com/ovn-transparent/ovn-transparent/node/localnat"
 )
 
-// ProxyNameLabel marks a Service another proxy implements: left alone.
-const ProxyNameLabel = "service.kubernetes.io/service-proxy-name"
-
 // HealthCheck is what one healthCheckNodePort server answers.
 type HealthCheck struct {
 	Namespace, Name string
-	// LocalEndpoints counts the usable endpoints on this node (the ones the master's
-	// gateway router load balancer of this node has).
+	// LocalEndpoints counts the distinct addresses of the usable endpoints on this node:
+	// the backends of the master's load balancer on this node's gateway router.
 	LocalEndpoints int
 }
 
@@ -43,7 +40,9 @@ type State struct {
 }
 
 // Desired returns what the node must do for svcs and their slices (any namespace; a slice
-// belongs to the Service its kubernetes.io/service-name label names in its namespace).
+// belongs to the Service its kubernetes.io/service-name label names in its namespace). It is a
+// translation of svcmodel's reading of each Service, the one the master's load balancers are
+// built from.
 func Desired(svcs []*corev1.Service, eps []*discovery.EndpointSlice, node string, nodeIP netip.Addr) State {
 	bySvc := map[[2]string][]*discovery.EndpointSlice{}
 	for _, s := range eps {
@@ -54,32 +53,19 @@ func Desired(svcs []*corev1.Service, eps []*discovery.EndpointSlice, node string
 	}
 	st := State{Health: map[uint16]HealthCheck{}}
 	for _, svc := range svcs {
-		if !handled(svc) {
+		if !svcmodel.Implemented(svc) {
 			continue
 		}
-		clusterIP, _ := netip.ParseAddr(svc.Spec.ClusterIP)
-		for _, p := range svc.Spec.Ports {
-			proto, ok := protocol(p.Protocol)
-			if !ok || p.Port <= 0 || p.Port > 65535 {
-				continue // the master warns about it with an Event
-			}
-			port := uint16(p.Port)
-			if p.NodePort > 0 && p.NodePort <= 65535 {
-				st.NodePorts = append(st.NodePorts, gateway.NodePort{Protocol: proto, Port: uint16(p.NodePort)})
-				// SCTP: the kernel here has no SCTP to open a connection with, and its
-				// NAT of SCTP is not built in everywhere; TCP and UDP only.
-				if clusterIP.Is4() && nodeIP.Is4() && proto != openflow.IPProtoSCTP {
-					st.LocalNAT = append(st.LocalNAT, localnat.Rule{Protocol: proto, NodeIP: nodeIP,
-						NodePort: uint16(p.NodePort), ClusterIP: clusterIP, Port: port})
-				}
-			}
-			for _, ip := range externalIPs(svc) {
-				st.NodePorts = append(st.NodePorts, gateway.NodePort{Protocol: proto, Port: port, IP: ip})
-			}
+		// Problems are the master's to report, as Events; the node skips the bad part.
+		ports, _ := svcmodel.Ports(svc)
+		external, _ := svcmodel.ExternalIPs(svc)
+		clusterIPs, _ := svcmodel.ClusterIPs(svc)
+		for _, p := range ports {
+			st.entryPoints(p, clusterIPs, external, nodeIP)
 		}
-		if hc := svc.Spec.HealthCheckNodePort; hc > 0 && hc <= 65535 && etpLocal(svc) {
-			st.Health[uint16(hc)] = HealthCheck{Namespace: svc.Namespace, Name: svc.Name,
-				LocalEndpoints: localEndpoints(svc, bySvc[[2]string{svc.Namespace, svc.Name}], node)}
+		if hc := svc.Spec.HealthCheckNodePort; hc > 0 && hc <= 65535 && svcmodel.ExternalLocal(svc) {
+			local := localEndpoints(svc, ports, bySvc[[2]string{svc.Namespace, svc.Name}], node)
+			st.Health[uint16(hc)] = HealthCheck{Namespace: svc.Namespace, Name: svc.Name, LocalEndpoints: len(local)}
 		}
 	}
 	slices.SortFunc(st.NodePorts, gateway.NodePort.Compare)
@@ -89,91 +75,38 @@ func Desired(svcs []*corev1.Service, eps []*discovery.EndpointSlice, node string
 	return st
 }
 
-// handled: Services the node does something for. Headless and ExternalName Services have
-// no virtual IP; a Service with the proxy-name label is another proxy's.
-func handled(svc *corev1.Service) bool {
-	if _, other := svc.Labels[ProxyNameLabel]; other {
-		return false
+// entryPoints adds port p's gateway bridge entry points (its NodePort on the node IP, its
+// port on every external and ingress IP) and the host's local NodePort rule.
+func (st *State) entryPoints(p svcmodel.Port, clusterIPs, external []netip.Addr, nodeIP netip.Addr) {
+	if p.Port <= 0 || p.Port > 65535 {
+		return // the API server refuses it; the bridge's ports are 16 bits
 	}
-	if svc.Spec.Type == corev1.ServiceTypeExternalName {
-		return false
+	proto, port := p.Proto.IPProto(), uint16(p.Port)
+	if p.NodePort > 0 && p.NodePort <= 65535 {
+		st.NodePorts = append(st.NodePorts, gateway.NodePort{Protocol: proto, Port: uint16(p.NodePort)})
+		// SCTP: the kernel here has no SCTP to open a connection with, and its NAT of SCTP
+		// is not built in everywhere; TCP and UDP only. The first ClusterIP is the one the
+		// host reaches the Service by.
+		if len(clusterIPs) > 0 && nodeIP.Is4() && p.Proto != svcmodel.SCTP {
+			st.LocalNAT = append(st.LocalNAT, localnat.Rule{Protocol: proto, NodeIP: nodeIP,
+				NodePort: uint16(p.NodePort), ClusterIP: clusterIPs[0], Port: port})
+		}
 	}
-	return svc.Spec.ClusterIP != corev1.ClusterIPNone
+	for _, ip := range external {
+		st.NodePorts = append(st.NodePorts, gateway.NodePort{Protocol: proto, Port: port, IP: ip})
+	}
 }
 
-func etpLocal(svc *corev1.Service) bool {
-	return svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal &&
-		(svc.Spec.Type == corev1.ServiceTypeLoadBalancer || svc.Spec.Type == corev1.ServiceTypeNodePort)
-}
-
-func protocol(p corev1.Protocol) (uint8, bool) {
-	switch p {
-	case corev1.ProtocolTCP, "":
-		return openflow.IPProtoTCP, true
-	case corev1.ProtocolUDP:
-		return openflow.IPProtoUDP, true
-	case corev1.ProtocolSCTP:
-		return openflow.IPProtoSCTP, true
-	}
-	return 0, false
-}
-
-// externalIPs are the Service's spec.externalIPs and, for a LoadBalancer, its ingress IPs:
-// IPv4 only (the bridge's rules are IPv4), unparsable ones skipped.
-func externalIPs(svc *corev1.Service) []netip.Addr {
+// localEndpoints are the distinct addresses of svc's usable endpoints on node, over all its
+// ports: exactly the backends of the master's load balancer on this node's gateway router
+// (svcmodel.LocalUsable for each port), which the healthCheckNodePort stands for.
+func localEndpoints(svc *corev1.Service, ports []svcmodel.Port, eps []*discovery.EndpointSlice, node string) []netip.Addr {
 	var out []netip.Addr
-	add := func(s string) {
-		if ip, err := netip.ParseAddr(s); err == nil && ip.Is4() {
-			out = append(out, ip)
+	for _, p := range ports {
+		for _, e := range svcmodel.LocalUsable(svcmodel.Endpoints(eps, p), svc, node) {
+			out = append(out, e.IP)
 		}
 	}
-	for _, s := range svc.Spec.ExternalIPs {
-		add(s)
-	}
-	if svc.Spec.Type == corev1.ServiceTypeLoadBalancer {
-		for _, in := range svc.Status.LoadBalancer.Ingress {
-			add(in.IP)
-		}
-	}
-	return out
-}
-
-// localEndpoints counts the distinct addresses on node that the master's load balancers use
-// (master/services: usable): ready and not terminating ones (nil Ready means ready); when
-// the Service has none anywhere, the serving (nil Serving: as Ready) and terminating ones;
-// with publishNotReadyAddresses, all of them. An endpoint's first address is its address.
-func localEndpoints(svc *corev1.Service, eps []*discovery.EndpointSlice, node string) int {
-	usable := func(e discovery.Endpoint, fallback bool) bool {
-		c := e.Conditions
-		ready := c.Ready == nil || *c.Ready
-		terminating := c.Terminating != nil && *c.Terminating
-		serving := c.Serving == nil && ready || c.Serving != nil && *c.Serving
-		switch {
-		case svc.Spec.PublishNotReadyAddresses:
-			return true
-		case !fallback:
-			return ready && !terminating
-		default:
-			return serving && terminating
-		}
-	}
-	count := func(fallback, onlyLocal bool) int {
-		seen := map[string]bool{}
-		for _, s := range eps {
-			if s.AddressType != discovery.AddressTypeIPv4 {
-				continue
-			}
-			for _, e := range s.Endpoints {
-				if len(e.Addresses) == 0 || !usable(e, fallback) || (onlyLocal && (e.NodeName == nil || *e.NodeName != node)) {
-					continue
-				}
-				seen[e.Addresses[0]] = true
-			}
-		}
-		return len(seen)
-	}
-	if count(false, false) > 0 {
-		return count(false, true)
-	}
-	return count(true, true)
+	slices.SortFunc(out, netip.Addr.Compare)
+	return slices.Compact(out)
 }

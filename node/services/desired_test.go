@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/openflow"
+	"github.com/ovn-transparent/ovn-transparent/internal/svcmodel"
 	"github.com/ovn-transparent/ovn-transparent/node/gateway"
 	"github.com/ovn-transparent/ovn-transparent/node/localnat"
 )
@@ -41,10 +42,16 @@ type ep struct {
 	ready, serving, terminating *bool
 }
 
+// slice is an EndpointSlice of Service svcName with the ports of svc's: http and dns, as the
+// EndpointSlice controller lists them (the endpoints of a port are the slices that name it).
 func slice(svcName, name string, eps ...ep) *discovery.EndpointSlice {
 	s := &discovery.EndpointSlice{
 		ObjectMeta:  metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{discovery.LabelServiceName: svcName}},
 		AddressType: discovery.AddressTypeIPv4,
+		Ports: []discovery.EndpointPort{
+			{Name: ptr.To("http"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(int32(8080))},
+			{Name: ptr.To("dns"), Protocol: ptr.To(corev1.ProtocolUDP), Port: ptr.To(int32(5353))},
+		},
 	}
 	for _, e := range eps {
 		s.Endpoints = append(s.Endpoints, discovery.Endpoint{Addresses: []string{e.addr}, NodeName: ptr.To(e.node),
@@ -68,7 +75,7 @@ func TestDesiredEntryPoints(t *testing.T) {
 		}),
 		svc("eip", corev1.ServiceTypeClusterIP, func(s *corev1.Service) { s.Spec.ExternalIPs = []string{vip.String()} }),
 		svc("other-proxy", corev1.ServiceTypeNodePort, func(s *corev1.Service) {
-			s.Labels = map[string]string{ProxyNameLabel: "foo"}
+			s.Labels = map[string]string{svcmodel.ProxyNameLabel: "foo"}
 			s.Spec.Ports[0].NodePort = 31000
 		}),
 		svc("headless", corev1.ServiceTypeClusterIP, func(s *corev1.Service) {
@@ -139,7 +146,10 @@ func TestDesiredHealthChecks(t *testing.T) {
 		// No ready endpoint anywhere: the serving and terminating one counts.
 		slice("fallback", "x", ep{addr: "10.244.1.8", node: "node1", ready: no, serving: yes, terminating: yes},
 			ep{addr: "10.244.1.9", node: "node1", ready: no, serving: no, terminating: yes}),
-		// A ready remote one: the local serving-terminating one does not count.
+		// A ready remote one: the local serving-terminating one counts all the same, the
+		// fallback is per node (svcmodel.LocalUsable, kube-proxy's rule): the master's load
+		// balancer on this node's gateway router has it as its backend. (It used to be 0
+		// here, a node-only rule that disagreed with that load balancer.)
 		slice("not-ready", "x", ep{addr: "10.244.1.10", node: "node1", ready: no, serving: yes, terminating: yes},
 			ep{addr: "10.244.2.10", node: "node2"}),
 		slice("publish", "x", ep{addr: "10.244.1.11", node: "node1", ready: no}),
@@ -155,10 +165,24 @@ func TestDesiredHealthChecks(t *testing.T) {
 		32001: {"ns", "ready", 2},
 		32002: {"ns", "none-here", 0},
 		32003: {"ns", "fallback", 1},
-		32004: {"ns", "not-ready", 0},
+		32004: {"ns", "not-ready", 1},
 		32005: {"ns", "publish", 1},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("health checks:\n got %v\nwant %v", got, want)
+	}
+}
+
+// A Service without a ClusterIP has no load balancer on the master (svcmodel.Implemented),
+// so the node must not send its NodePorts or external IPs to the gateway router either.
+func TestDesiredNoClusterIP(t *testing.T) {
+	s := svc("no-ip", corev1.ServiceTypeLoadBalancer, func(s *corev1.Service) {
+		s.Spec.ClusterIP = ""
+		s.Spec.ExternalIPs = []string{"192.0.2.10"}
+		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+		s.Spec.HealthCheckNodePort = 32000
+	})
+	if got := Desired([]*corev1.Service{s}, nil, "node1", nodeIP); len(got.NodePorts)+len(got.LocalNAT)+len(got.Health) != 0 {
+		t.Errorf("a Service without a ClusterIP: %+v", got)
 	}
 }

@@ -1,0 +1,234 @@
+package services
+
+import (
+	"net/netip"
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+
+	"github.com/ovn-transparent/ovn-transparent/internal/svcmodel"
+	"github.com/ovn-transparent/ovn-transparent/master/nb"
+)
+
+// The stages of Rows, each on a config written out by hand.
+
+var (
+	lbGroup = nb.NewID(nb.Cluster, nb.ClusterName, nb.ClusterLBGroup)
+	cip     = netip.MustParseAddr("10.96.0.10")
+	eip     = netip.MustParseAddr("192.0.2.10")
+	e1      = svcmodel.Endpoint{IP: netip.MustParseAddr("10.244.1.10"), Port: 8080, Node: "node1", Ready: true, Serving: true}
+	e2      = svcmodel.Endpoint{IP: netip.MustParseAddr("10.244.2.10"), Port: 8080, Node: "node2", Ready: true, Serving: true}
+	// e1 draining: serving and terminating, used on node1 only while node1 has nothing ready.
+	e1d = svcmodel.Endpoint{IP: netip.MustParseAddr("10.244.1.11"), Port: 8080, Node: "node1", Serving: true, Terminating: true}
+)
+
+// port is a config port with its endpoints, backends as buildConfig computes them.
+func port(name string, proto svcmodel.Proto, number, nodePort int32, eps ...svcmodel.Endpoint) portConfig {
+	return portConfig{port: svcmodel.Port{Name: name, Proto: proto, Port: number, NodePort: nodePort},
+		endpoints: eps, backends: join(svcmodel.Usable(eps, svc(nil)))}
+}
+
+func conf(mod func(*config)) config {
+	c := config{svc: svc(nil), key: "ns/web", clusterIPs: []netip.Addr{cip}, options: map[string]string{},
+		ports: []portConfig{port("http", svcmodel.TCP, 80, 0, e1, e2)}}
+	if mod != nil {
+		mod(&c)
+	}
+	return c
+}
+
+// flat is lbs by "role scope".
+func flat(lbs lbSet) map[string]lb {
+	out := map[string]lb{}
+	for id, l := range lbs {
+		out[string(id.Role)+" "+id.Scope] = *l
+	}
+	return out
+}
+
+func clusterOpts(extra ...string) map[string]string {
+	o := map[string]string{"reject": "true", "event": "false"}
+	for i := 0; i+1 < len(extra); i += 2 {
+		o[extra[i]] = extra[i+1]
+	}
+	return o
+}
+
+func TestBuildConfig(t *testing.T) {
+	slices := []*discoveryv1.EndpointSlice{slice("http", corev1.ProtocolTCP, 8080,
+		ep{ip: "10.244.1.10", node: "node1"}, ep{ip: "10.244.2.10", node: "node2"})}
+	for _, tc := range []struct {
+		name     string
+		mod      func(*corev1.Service)
+		want     func(*config)
+		problems []string
+	}{
+		{"ClusterIP", nil, nil, nil},
+		{"affinity, default timeout", func(s *corev1.Service) { s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP },
+			func(c *config) { c.options["affinity_timeout"] = "10800" }, nil},
+		{"policies Local", func(s *corev1.Service) {
+			s.Spec.Type, s.Spec.ExternalTrafficPolicy = corev1.ServiceTypeNodePort, corev1.ServiceExternalTrafficPolicyLocal
+			s.Spec.InternalTrafficPolicy = ptr(corev1.ServiceInternalTrafficPolicyLocal)
+			s.Spec.Ports[0].NodePort = 30080
+		}, func(c *config) {
+			c.etpLocal, c.itpLocal = true, true
+			c.ports[0].port.NodePort = 30080
+		}, nil},
+		{"problems in Event order: cluster IPs, external IPs, ports", func(s *corev1.Service) {
+			s.Spec.Ports = append([]corev1.ServicePort{{Name: "weird", Protocol: "ICMP", Port: 1}}, s.Spec.Ports...)
+			s.Spec.ExternalIPs = []string{"192.0.2.10", "bogus"}
+			s.Spec.ClusterIPs = []string{"10.96.0.10", "fd00::10"}
+		}, func(c *config) { c.external = []netip.Addr{eip} },
+			[]string{ReasonUnsupportedIPFamily, ReasonInvalidIP, ReasonUnsupportedProtocol}},
+	} {
+		s := svc(tc.mod)
+		want := conf(tc.want)
+		want.svc = s
+		got, problems := buildConfig(s, slices)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s:\n got %+v\nwant %+v", tc.name, got, want)
+		}
+		var reasons []string
+		for _, p := range problems {
+			reasons = append(reasons, p.Reason)
+		}
+		if !reflect.DeepEqual(reasons, tc.problems) {
+			t.Errorf("%s: problems %v", tc.name, problems)
+		}
+	}
+}
+
+func TestClusterLBs(t *testing.T) {
+	b := "10.244.1.10:8080,10.244.2.10:8080"
+	for _, tc := range []struct {
+		name string
+		mod  func(*config)
+		want map[string]lb
+	}{
+		{"ClusterIP", nil, map[string]lb{"lb-cluster tcp": {name: "Service_ns/web_TCP_cluster", proto: svcmodel.TCP,
+			vips: map[string]string{"10.96.0.10:80": b}, opts: clusterOpts(), refs: []nb.ID{lbGroup}}}},
+		{"two protocols, affinity, external IPs", func(c *config) {
+			c.options["affinity_timeout"] = "5"
+			c.external = []netip.Addr{eip}
+			c.ports = append(c.ports, port("dns", svcmodel.UDP, 53, 0, e1))
+		}, map[string]lb{
+			"lb-cluster tcp": {name: "Service_ns/web_TCP_cluster", proto: svcmodel.TCP,
+				vips: map[string]string{"10.96.0.10:80": b, "192.0.2.10:80": b}, opts: clusterOpts("affinity_timeout", "5"), refs: []nb.ID{lbGroup}},
+			"lb-cluster udp": {name: "Service_ns/web_UDP_cluster", proto: svcmodel.UDP,
+				vips: map[string]string{"10.96.0.10:53": "10.244.1.10:8080", "192.0.2.10:53": "10.244.1.10:8080"},
+				opts: clusterOpts("affinity_timeout", "5"), refs: []nb.ID{lbGroup}},
+		}},
+		{"ETP Local: external IPs go to the gateway routers", func(c *config) { c.external, c.etpLocal = []netip.Addr{eip}, true },
+			map[string]lb{"lb-cluster tcp": {name: "Service_ns/web_TCP_cluster", proto: svcmodel.TCP,
+				vips: map[string]string{"10.96.0.10:80": b}, opts: clusterOpts(), refs: []nb.ID{lbGroup}}}},
+		{"ITP Local: ClusterIPs go to the switches, the (empty) LB stays for NodePorts", func(c *config) { c.itpLocal = true },
+			map[string]lb{"lb-cluster tcp": {name: "Service_ns/web_TCP_cluster", proto: svcmodel.TCP,
+				vips: map[string]string{}, opts: clusterOpts(), refs: []nb.ID{lbGroup}}}},
+	} {
+		if got := flat(clusterLBs(conf(tc.mod))); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s:\n got %+v\nwant %+v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestAddNodePortVIPs(t *testing.T) {
+	b := "10.244.1.10:8080,10.244.2.10:8080"
+	template := clusterOpts("template", "true", "address-family", "ipv4")
+	for _, tc := range []struct {
+		name string
+		mod  func(*config)
+		want map[string]lb
+	}{
+		{"no node port: unchanged", nil, map[string]lb{"lb-cluster tcp": {name: "Service_ns/web_TCP_cluster", proto: svcmodel.TCP,
+			vips: map[string]string{"10.96.0.10:80": b}, opts: clusterOpts(), refs: []nb.ID{lbGroup}}}},
+		{"template for the switches, the gateway address for the routers", func(c *config) { c.ports[0].port.NodePort = 30080 },
+			map[string]lb{"lb-cluster tcp": {name: "Service_ns/web_TCP_cluster", proto: svcmodel.TCP,
+				vips: map[string]string{"10.96.0.10:80": b, "^NODEIP:30080": b, "169.254.100.1:30080": b}, opts: template, refs: []nb.ID{lbGroup}}}},
+		{"ITP Local still has its NodePorts in the cluster LB", func(c *config) { c.ports[0].port.NodePort, c.itpLocal = 30080, true },
+			map[string]lb{"lb-cluster tcp": {name: "Service_ns/web_TCP_cluster", proto: svcmodel.TCP,
+				vips: map[string]string{"^NODEIP:30080": b, "169.254.100.1:30080": b}, opts: template, refs: []nb.ID{lbGroup}}}},
+		{"ETP Local: none", func(c *config) { c.ports[0].port.NodePort, c.etpLocal = 30080, true },
+			map[string]lb{"lb-cluster tcp": {name: "Service_ns/web_TCP_cluster", proto: svcmodel.TCP,
+				vips: map[string]string{"10.96.0.10:80": b}, opts: clusterOpts(), refs: []nb.ID{lbGroup}}}},
+	} {
+		c := conf(tc.mod)
+		lbs := clusterLBs(c)
+		addNodePortVIPs(c, lbs)
+		if got := flat(lbs); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s:\n got %+v\nwant %+v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestNodeRouterLBs(t *testing.T) {
+	gr := func(n string) []nb.ID { return []nb.ID{nb.NewID(nb.Node, n, nb.GatewayRouter)} }
+	skip := map[string]string{"skip_snat": "true"}
+	withNodes := append(nodes, Node{Name: "node3", HasSwitch: true}) // no IP yet: no gateway router
+	for _, tc := range []struct {
+		name string
+		mod  func(*config)
+		want map[string]lb
+	}{
+		{"ETP Cluster: none", func(c *config) { c.ports[0].port.NodePort = 30080 }, map[string]lb{}},
+		{"NodePort and external IP, each node its own endpoints", func(c *config) {
+			c.etpLocal, c.external = true, []netip.Addr{eip}
+			c.ports[0] = port("http", svcmodel.TCP, 80, 30080, e1, e2)
+		}, map[string]lb{
+			"lb-node-router tcp/node1": {name: "Service_ns/web_TCP_node_router_node1", proto: svcmodel.TCP, opts: skip, refs: gr("node1"),
+				vips: map[string]string{"169.254.100.1:30080": "10.244.1.10:8080", "172.18.0.1:30080": "10.244.1.10:8080", "192.0.2.10:80": "10.244.1.10:8080"}},
+			"lb-node-router tcp/node2": {name: "Service_ns/web_TCP_node_router_node2", proto: svcmodel.TCP, opts: skip, refs: gr("node2"),
+				vips: map[string]string{"169.254.100.1:30080": "10.244.2.10:8080", "172.18.0.2:30080": "10.244.2.10:8080", "192.0.2.10:80": "10.244.2.10:8080"}},
+		}},
+		{"node1 drains while node2 is ready; affinity kept", func(c *config) {
+			c.etpLocal, c.options["affinity_timeout"] = true, "5"
+			c.ports[0] = port("http", svcmodel.TCP, 80, 30080, e1d, e2)
+		}, map[string]lb{
+			"lb-node-router tcp/node1": {name: "Service_ns/web_TCP_node_router_node1", proto: svcmodel.TCP, refs: gr("node1"),
+				opts: map[string]string{"skip_snat": "true", "affinity_timeout": "5"},
+				vips: map[string]string{"169.254.100.1:30080": "10.244.1.11:8080", "172.18.0.1:30080": "10.244.1.11:8080"}},
+			"lb-node-router tcp/node2": {name: "Service_ns/web_TCP_node_router_node2", proto: svcmodel.TCP, refs: gr("node2"),
+				opts: map[string]string{"skip_snat": "true", "affinity_timeout": "5"},
+				vips: map[string]string{"169.254.100.1:30080": "10.244.2.10:8080", "172.18.0.2:30080": "10.244.2.10:8080"}},
+		}},
+		{"no local endpoints: the VIP without backends", func(c *config) {
+			c.etpLocal = true
+			c.ports[0] = port("http", svcmodel.TCP, 80, 30080, e2)
+		}, map[string]lb{
+			"lb-node-router tcp/node1": {name: "Service_ns/web_TCP_node_router_node1", proto: svcmodel.TCP, opts: skip, refs: gr("node1"),
+				vips: map[string]string{"169.254.100.1:30080": "", "172.18.0.1:30080": ""}},
+			"lb-node-router tcp/node2": {name: "Service_ns/web_TCP_node_router_node2", proto: svcmodel.TCP, opts: skip, refs: gr("node2"),
+				vips: map[string]string{"169.254.100.1:30080": "10.244.2.10:8080", "172.18.0.2:30080": "10.244.2.10:8080"}},
+		}},
+	} {
+		if got := flat(nodeRouterLBs(conf(tc.mod), withNodes)); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s:\n got %+v\nwant %+v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestNodeSwitchLBs(t *testing.T) {
+	ls := func(n string) []nb.ID { return []nb.ID{nb.NewID(nb.Node, n, nb.NodeSwitch)} }
+	withNodes := []Node{nodes[0], nodes[1], {Name: "node3", IP: netip.MustParseAddr("172.18.0.3")}} // node3: no switch
+	for _, tc := range []struct {
+		name string
+		mod  func(*config)
+		want map[string]lb
+	}{
+		{"ITP Cluster: none", nil, map[string]lb{}},
+		{"each node switch its own endpoints", func(c *config) {
+			c.itpLocal = true
+			c.ports[0] = port("http", svcmodel.TCP, 80, 0, e1d, e2)
+		}, map[string]lb{
+			"lb-node-switch tcp/node1": {name: "Service_ns/web_TCP_node_switch_node1", proto: svcmodel.TCP, opts: map[string]string{},
+				refs: ls("node1"), vips: map[string]string{"10.96.0.10:80": "10.244.1.11:8080"}},
+			"lb-node-switch tcp/node2": {name: "Service_ns/web_TCP_node_switch_node2", proto: svcmodel.TCP, opts: map[string]string{},
+				refs: ls("node2"), vips: map[string]string{"10.96.0.10:80": "10.244.2.10:8080"}},
+		}},
+	} {
+		if got := flat(nodeSwitchLBs(conf(tc.mod), withNodes)); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s:\n got %+v\nwant %+v", tc.name, got, tc.want)
+		}
+	}
+}
