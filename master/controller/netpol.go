@@ -249,15 +249,7 @@ func (r *policyReconciler) prime() error {
 func (*policyReconciler) kind() nb.Kind { return nb.NetworkPolicy }
 
 func (r *policyReconciler) keys() ([]string, error) {
-	pols, err := r.policies.List(labels.Everything())
-	if err != nil {
-		return nil, err
-	}
-	keys := make([]string, len(pols))
-	for i, p := range pols {
-		keys[i] = netpol.PolicyName(p)
-	}
-	return keys, nil
+	return keysOf(r.policies.List(labels.Everything()))
 }
 
 // desired translates one policy. It needs the address sets of its peers first (its ACLs

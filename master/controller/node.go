@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/ovn-org/libovsdb/model"
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/master/nb"
 	"github.com/ovn-transparent/ovn-transparent/master/topology"
@@ -45,17 +46,7 @@ func newNodeReconciler(s *shared, w *watcher) (*nodeReconciler, error) {
 
 func (*nodeReconciler) kind() nb.Kind { return nb.Node }
 
-func (r *nodeReconciler) keys() ([]string, error) {
-	nodes, err := r.nodes.List(labels.Everything())
-	if err != nil {
-		return nil, err
-	}
-	keys := make([]string, len(nodes))
-	for i, n := range nodes {
-		keys[i] = n.Name
-	}
-	return keys, nil
-}
+func (r *nodeReconciler) keys() ([]string, error) { return keysOf(r.nodes.List(labels.Everything())) }
 
 // desired returns a node's rows, after allocating its subnet (annotated on the node first)
 // and its gateway router's join address. A node that cannot have a subnet has no rows; a
@@ -182,38 +173,40 @@ func (r *nodeReconciler) nodeSubnet(ctx context.Context, node *corev1.Node) (net
 
 // rememberedSubnet is the subnet in other_config:subnet of the node's switch in the NB.
 func (s *shared) rememberedSubnet(ctx context.Context, node string) (netip.Prefix, bool) {
-	rows, err := s.view.Owned(ctx, nb.Key{Kind: nb.Node, Name: node})
-	if err != nil {
+	ls, ok := nodeRow[*nbdb.LogicalSwitch](ctx, s.view, node, nb.NodeSwitch)
+	if !ok {
 		return netip.Prefix{}, false
 	}
-	for _, m := range rows {
-		ls, ok := m.(*nbdb.LogicalSwitch)
-		if !ok || ls.ExternalIDs[nb.RoleKey] != string(nb.NodeSwitch) {
-			continue
-		}
-		if p, err := contract.ParseNodeSubnet(ls.OtherConfig["subnet"]); err == nil {
-			return p, true
-		}
-	}
-	return netip.Prefix{}, false
+	p, err := contract.ParseNodeSubnet(ls.OtherConfig["subnet"])
+	return p, err == nil
 }
 
 // rememberedJoinIP is the address of the node's gateway router port on the join switch.
 func (s *shared) rememberedJoinIP(ctx context.Context, node string) (netip.Addr, bool) {
-	rows, err := s.view.Owned(ctx, nb.Key{Kind: nb.Node, Name: node})
-	if err != nil {
+	lrp, ok := nodeRow[*nbdb.LogicalRouterPort](ctx, s.view, node, nb.GatewayJoinPort)
+	if !ok || len(lrp.Networks) != 1 {
 		return netip.Addr{}, false
 	}
+	p, err := netip.ParsePrefix(lrp.Networks[0])
+	return p.Addr(), err == nil
+}
+
+// nodeRow is the cached row of role owned by node, if there is one of type T. The master's
+// own rows are the durable record of what it gave a node before it restarted.
+func nodeRow[T model.Model](ctx context.Context, view nb.View, node string, role nb.Role) (T, bool) {
+	var zero T
+	rows, err := view.Owned(ctx, nb.Key{Kind: nb.Node, Name: node})
+	if err != nil {
+		return zero, false
+	}
 	for _, m := range rows {
-		lrp, ok := m.(*nbdb.LogicalRouterPort)
-		if !ok || lrp.ExternalIDs[nb.RoleKey] != string(nb.GatewayJoinPort) || len(lrp.Networks) != 1 {
-			continue
-		}
-		if p, err := netip.ParsePrefix(lrp.Networks[0]); err == nil {
-			return p.Addr(), true
+		if id, ok := nb.IDOf(m); ok && id.Role == role {
+			if t, ok := m.(T); ok {
+				return t, true
+			}
 		}
 	}
-	return netip.Addr{}, false
+	return zero, false
 }
 
 // nodeGateway reads the node agent's chassis annotation and gives the gateway router its join

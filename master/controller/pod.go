@@ -48,17 +48,7 @@ func newPodReconciler(s *shared, w *watcher) (*podReconciler, error) {
 
 func (*podReconciler) kind() nb.Kind { return nb.Pod }
 
-func (r *podReconciler) keys() ([]string, error) {
-	pods, err := r.pods.List(labels.Everything())
-	if err != nil {
-		return nil, err
-	}
-	keys := make([]string, len(pods))
-	for i, p := range pods {
-		keys[i] = p.Namespace + "/" + p.Name
-	}
-	return keys, nil
-}
+func (r *podReconciler) keys() ([]string, error) { return keysOf(r.pods.List(labels.Everything())) }
 
 // desired returns a pod's port, after allocating its address (annotated on the pod first).
 // A pod whose node has no switch yet, or whose annotation is unusable, is left as it is; a

@@ -8,6 +8,7 @@ import (
 	"context"
 
 	"github.com/ovn-org/libovsdb/model"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -125,6 +126,19 @@ func (w *watcher) addObject(kind nb.Kind, obj any) {
 		return
 	}
 	w.queue.Add(nb.Key{Kind: kind, Name: key})
+}
+
+// keysOf returns the keys of objs, the result of a lister's List: "namespace/name", or the
+// name of a cluster-scoped object (the form cache.MetaNamespaceKeyFunc gives handlers).
+func keysOf[T metav1.Object](objs []T, err error) ([]string, error) {
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]string, len(objs))
+	for i, o := range objs {
+		keys[i] = cache.MetaObjectToName(o).String()
+	}
+	return keys, nil
 }
 
 func unwrapTombstone(obj any) any {

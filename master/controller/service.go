@@ -75,15 +75,7 @@ func newServiceReconciler(s *shared, w *watcher) (*serviceReconciler, error) {
 func (*serviceReconciler) kind() nb.Kind { return nb.Service }
 
 func (r *serviceReconciler) keys() ([]string, error) {
-	svcs, err := r.services.List(labels.Everything())
-	if err != nil {
-		return nil, err
-	}
-	keys := make([]string, len(svcs))
-	for i, s := range svcs {
-		keys[i] = s.Namespace + "/" + s.Name
-	}
-	return keys, nil
+	return keysOf(r.services.List(labels.Everything()))
 }
 
 // sliceService returns the key of the Service an EndpointSlice (or its tombstone) belongs to.
