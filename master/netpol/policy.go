@@ -347,42 +347,9 @@ func (t *translator) rule(rule string, egress bool, peers []networkingv1.Network
 	if err != nil {
 		return err
 	}
-	var numbered []string
-	var named []namedPort
-	for _, pp := range ports {
-		proto := corev1.ProtocolTCP
-		if pp.Protocol != nil {
-			proto = *pp.Protocol
-		}
-		l4, err := l4Name(proto)
-		if err != nil {
-			return err
-		}
-		switch {
-		case pp.Port == nil:
-			if pp.EndPort != nil {
-				return fmt.Errorf("endPort without port")
-			}
-			numbered = append(numbered, l4)
-		case pp.Port.Type == intstr.String:
-			if pp.EndPort != nil {
-				return fmt.Errorf("endPort with the named port %q", pp.Port.StrVal)
-			}
-			named = append(named, namedPort{proto: l4, name: pp.Port.StrVal})
-		default:
-			n := pp.Port.IntVal
-			if n < 1 || n > 65535 {
-				return fmt.Errorf("port %d out of range", n)
-			}
-			if pp.EndPort == nil {
-				numbered = append(numbered, fmt.Sprintf("%s.dst == %d", l4, n))
-				continue
-			}
-			if *pp.EndPort < n || *pp.EndPort > 65535 {
-				return fmt.Errorf("endPort %d below port %d or out of range", *pp.EndPort, n)
-			}
-			numbered = append(numbered, fmt.Sprintf("(%s.dst >= %d && %s.dst <= %d)", l4, n, l4, *pp.EndPort))
-		}
+	numbered, named, err := splitPorts(ports)
+	if err != nil {
+		return err
 	}
 	if len(ports) == 0 || len(numbered) > 0 {
 		t.acl(rule, egress, PriorityAllow, nbdb.ACLActionAllowRelated, join(self, peerExpr, or(numbered)))
@@ -390,25 +357,106 @@ func (t *translator) rule(rule string, egress bool, peers []networkingv1.Network
 	if len(named) == 0 {
 		return nil
 	}
-	// Named ports: group the destination pods by the number the name has on each.
-	var dests []Pod
-	if !egress {
-		dests = t.selected
-	} else if len(peers) == 0 {
-		if t.in.AllPods != nil {
-			if dests, err = t.in.AllPods(); err != nil {
-				return &ReadError{Err: err}
-			}
+	dests, err := t.namedPortDestinations(egress, peers, podPeers)
+	if err != nil {
+		return err
+	}
+	groups := resolveNamedPorts(named, dests, egress)
+	for _, r := range slices.SortedFunc(maps.Keys(groups), func(a, b resolved) int {
+		return cmp.Or(cmp.Compare(a.proto, b.proto), cmp.Compare(a.port, b.port))
+	}) {
+		members := slices.Compact(slices.Sorted(slices.Values(groups[r])))
+		dest := "outport == {" + strings.Join(members, ", ") + "}"
+		if egress {
+			dest = "ip4.dst == {" + strings.Join(members, ", ") + "}"
 		}
-	} else if t.in.PeerPods != nil {
-		for _, p := range podPeers {
-			pods, err := t.in.PeerPods(p)
-			if err != nil {
-				return &ReadError{Err: fmt.Errorf("pods of peer %s: %w", p, err)}
+		// For egress the destination is a pod peer's address; an ipBlock peer names no
+		// port, so only the pod peers (or any destination when the rule has no peer) count.
+		pe := peerExpr
+		if egress {
+			pe = ""
+		}
+		t.acl(fmt.Sprintf("%s-named-%s-%d", rule, r.proto, r.port), egress, PriorityAllow, nbdb.ACLActionAllowRelated,
+			join(self, dest, pe, fmt.Sprintf("%s.dst == %d", r.proto, r.port)))
+	}
+	return nil
+}
+
+// splitPorts turns a rule's ports into the match of each numbered port (or port range, or
+// whole protocol) and the named ports, which only the destination pods can resolve.
+func splitPorts(ports []networkingv1.NetworkPolicyPort) (numbered []string, named []namedPort, err error) {
+	for _, pp := range ports {
+		proto := corev1.ProtocolTCP
+		if pp.Protocol != nil {
+			proto = *pp.Protocol
+		}
+		l4, err := l4Name(proto)
+		if err != nil {
+			return nil, nil, err
+		}
+		switch {
+		case pp.Port == nil:
+			if pp.EndPort != nil {
+				return nil, nil, fmt.Errorf("endPort without port")
 			}
-			dests = append(dests, pods...)
+			numbered = append(numbered, l4)
+		case pp.Port.Type == intstr.String:
+			if pp.EndPort != nil {
+				return nil, nil, fmt.Errorf("endPort with the named port %q", pp.Port.StrVal)
+			}
+			named = append(named, namedPort{proto: l4, name: pp.Port.StrVal})
+		default:
+			n := pp.Port.IntVal
+			if n < 1 || n > 65535 {
+				return nil, nil, fmt.Errorf("port %d out of range", n)
+			}
+			if pp.EndPort == nil {
+				numbered = append(numbered, fmt.Sprintf("%s.dst == %d", l4, n))
+				continue
+			}
+			if *pp.EndPort < n || *pp.EndPort > 65535 {
+				return nil, nil, fmt.Errorf("endPort %d below port %d or out of range", *pp.EndPort, n)
+			}
+			numbered = append(numbered, fmt.Sprintf("(%s.dst >= %d && %s.dst <= %d)", l4, n, l4, *pp.EndPort))
 		}
 	}
+	return numbered, named, nil
+}
+
+// namedPortDestinations are the pods a rule's named ports are resolved on: the selected pods
+// for ingress; for egress the pods of its pod peers, or every pod when it has no peer. A
+// failed read is a *ReadError: resolving on fewer pods would silently drop allow rules.
+func (t *translator) namedPortDestinations(egress bool, peers []networkingv1.NetworkPolicyPeer, podPeers []Peer) ([]Pod, error) {
+	if !egress {
+		return t.selected, nil
+	}
+	if len(peers) == 0 {
+		if t.in.AllPods == nil {
+			return nil, nil
+		}
+		dests, err := t.in.AllPods()
+		if err != nil {
+			return nil, &ReadError{Err: err}
+		}
+		return dests, nil
+	}
+	if t.in.PeerPods == nil {
+		return nil, nil
+	}
+	var dests []Pod
+	for _, p := range podPeers {
+		pods, err := t.in.PeerPods(p)
+		if err != nil {
+			return nil, &ReadError{Err: fmt.Errorf("pods of peer %s: %w", p, err)}
+		}
+		dests = append(dests, pods...)
+	}
+	return dests, nil
+}
+
+// resolveNamedPorts groups the destinations by the number each named port has on them: for
+// egress their addresses, for ingress their logical ports (only those already in the NB).
+func resolveNamedPorts(named []namedPort, dests []Pod, egress bool) map[resolved][]string {
 	groups := map[resolved][]string{}
 	for _, pod := range dests {
 		for _, np := range named {
@@ -428,24 +476,7 @@ func (t *translator) rule(rule string, egress bool, peers []networkingv1.Network
 			}
 		}
 	}
-	for _, r := range slices.SortedFunc(maps.Keys(groups), func(a, b resolved) int {
-		return cmp.Or(cmp.Compare(a.proto, b.proto), cmp.Compare(a.port, b.port))
-	}) {
-		members := slices.Compact(slices.Sorted(slices.Values(groups[r])))
-		dest := "outport == {" + strings.Join(members, ", ") + "}"
-		if egress {
-			dest = "ip4.dst == {" + strings.Join(members, ", ") + "}"
-		}
-		// For egress the destination is a pod peer's address; an ipBlock peer names no
-		// port, so only the pod peers (or any destination when the rule has no peer) count.
-		pe := peerExpr
-		if egress {
-			pe = ""
-		}
-		t.acl(fmt.Sprintf("%s-named-%s-%d", rule, r.proto, r.port), egress, PriorityAllow, nbdb.ACLActionAllowRelated,
-			join(self, dest, pe, fmt.Sprintf("%s.dst == %d", r.proto, r.port)))
-	}
-	return nil
+	return groups
 }
 
 // peerMatch returns the match of a rule's peers on the other end's address (src or dst),
