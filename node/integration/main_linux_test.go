@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,6 +16,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if flag.Parse(); testing.Short() {
+		fmt.Fprintln(os.Stderr, "node/integration: integration tier, not run under -short (make test-unit)")
+		return
+	}
 	dir, err := os.MkdirTemp("", "ovnt-node-it-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mattfenwick/cyclonus/pkg/generator"
 
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/testenv"
 	"github.com/ovn-transparent/ovn-transparent/test/cluster"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 )
@@ -50,6 +51,7 @@ func logf(format string, args ...any) {
 // sharedRunner starts the cluster and cyclonus' pods once.
 func sharedRunner(t *testing.T) *runner {
 	t.Helper()
+	testenv.Integration(t)
 	if missing := harness.Missing("ovsdb-server", "ovs-vswitchd", "ovn-controller", "ovn-northd", "etcd", "ip"); len(missing) > 0 {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("prerequisites missing on CI: %v", missing)

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/ovn-transparent/ovn-transparent/images"
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/testenv"
 	"github.com/ovn-transparent/ovn-transparent/test/cluster"
 )
 
@@ -21,6 +22,7 @@ import (
 // than on a node. The Windows container is checked against the Linux build of ovnt-node: both
 // have the flags of node/config.go.
 func TestManifestsFlags(t *testing.T) {
+	testenv.Integration(t) // builds and runs the binaries: tens of seconds
 	binDir := os.Getenv("OVNT_BIN_DIR")
 	if binDir == "" {
 		binDir = t.TempDir()

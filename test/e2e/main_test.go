@@ -7,6 +7,7 @@ package e2e
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"testing"
@@ -27,6 +28,10 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
+	if flag.Parse(); testing.Short() {
+		fmt.Fprintln(os.Stderr, "e2e: integration tier, not run under -short (make test-unit)")
+		return 0
+	}
 	if missing := harness.Missing("ovsdb-server", "ovs-vswitchd", "ovn-controller", "ovn-northd", "etcd", "ip"); len(missing) > 0 {
 		if os.Getenv("CI") == "true" {
 			fmt.Fprintf(os.Stderr, "e2e: prerequisites missing on CI: %v\n", missing)

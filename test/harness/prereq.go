@@ -4,6 +4,8 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/testenv"
 )
 
 // Missing returns the programs of the list that are not on PATH, and "root privileges" when
@@ -21,16 +23,10 @@ func Missing(programs ...string) []string {
 	return missing
 }
 
-// Require stops the test when a program it needs is missing: on CI (CI=true) that is a
-// failure, since CI must install everything; elsewhere the test is skipped with the reason.
+// Require stops the test when a program it needs is missing, or when it does not run as root
+// (internal/testing/testenv.RequireRoot: a failure on CI, a logged skip elsewhere); under
+// `go test -short` every harness test is skipped, as the integration tier.
 func Require(tb testing.TB, programs ...string) {
 	tb.Helper()
-	missing := Missing(programs...)
-	if len(missing) == 0 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		tb.Fatalf("prerequisites missing on CI: %v (make test installs them)", missing)
-	}
-	tb.Skipf("prerequisites missing: %v (run `make test` as root to install them)", missing)
+	testenv.RequireRoot(tb, programs...)
 }

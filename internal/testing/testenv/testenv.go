@@ -12,6 +12,17 @@ import (
 	"testing"
 )
 
+// Integration marks a test of the integration or end-to-end tier: it needs root, network
+// namespaces, OVS daemons or the Kubernetes binaries. Under `go test -short` (make
+// test-unit) it is skipped; that is the tier's definition, not a missing prerequisite, so it
+// is not logged.
+func Integration(tb testing.TB) {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skip("integration tier: not run under -short (make test-unit)")
+	}
+}
+
 // Missing returns the programs of the list that are not on PATH.
 func Missing(programs ...string) []string {
 	var missing []string
@@ -29,9 +40,11 @@ func Require(tb testing.TB, programs ...string) {
 	stop(tb, Missing(programs...))
 }
 
-// RequireRoot is Require for tests that also need root (network namespaces, OVS datapaths).
+// RequireRoot is Require for tests that also need root (network namespaces, OVS datapaths):
+// they are of the integration tier (Integration).
 func RequireRoot(tb testing.TB, programs ...string) {
 	tb.Helper()
+	Integration(tb)
 	missing := Missing(programs...)
 	if os.Geteuid() != 0 {
 		missing = append(missing, "root privileges")
