@@ -19,6 +19,7 @@ import (
 
 	"github.com/ovn-transparent/ovn-transparent/internal/cliapp"
 	"github.com/ovn-transparent/ovn-transparent/internal/cni"
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 )
 
 // requestTimeout bounds one call. ADD waits in the agent for the master's annotation and
@@ -55,7 +56,7 @@ func forward(args *skel.CmdArgs) error {
 	}
 	socket := conf.Socket
 	if socket == "" {
-		socket = defaultSocket
+		socket = contract.CNISocket
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()

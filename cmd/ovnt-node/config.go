@@ -25,21 +25,21 @@ func flags() []cli.Flag {
 		cliapp.String("node-name", host, "this node's name in Kubernetes"),
 		cliapp.String("kubeconfig", "", "kubeconfig file; empty means in-cluster configuration"),
 		cliapp.String("sb-address", "", "OVN Southbound remotes for ovn-controller, comma separated"),
-		cliapp.String("ovs-address", defaultOVSAddress, "local Open_vSwitch database"),
+		cliapp.String("ovs-address", contract.OVSAddress, "local Open_vSwitch database"),
 		cliapp.String("encap-type", "geneve", "tunnel encapsulation: geneve, or stt (needs an OVS build up to 3.5)"),
 		cliapp.String("encap-ip", "", "tunnel endpoint address; empty means the node's InternalIP"),
 		cliapp.Int("mtu", 1400, "pod interface MTU (the underlay's minus the tunnel overhead)"),
 		cliapp.String("datapath-type", "system", "datapath of the node's bridges: system (kernel module) or netdev (userspace)"),
 		cliapp.String("uplink-interface", "", "interface to the physical network, moved into the gateway bridge"),
 		cliapp.String("gateway-bridge", "br-phy", "the bridge that holds the uplink and takes over the node's address"),
-		cliapp.String("ovs-rundir", "", "ovs-vswitchd's run directory, where the gateway bridge's OpenFlow socket <bridge>.mgmt is; empty: the directory of a unix: --ovs-address, else "+defaultOVSRunDir),
+		cliapp.String("ovs-rundir", "", "ovs-vswitchd's run directory, where the gateway bridge's OpenFlow socket <bridge>.mgmt is; empty: the directory of a unix: --ovs-address, else "+contract.OVSRunDir),
 		cliapp.Duration("gateway-resync", gateway.DefaultResync, "how often the gateway bridge's flows are read back and restored"),
 		cliapp.Bool("local-nodeports", true, "rewrite the host's own connections to its NodePorts to the Service's ClusterIP (Linux: nf_tables table ip ovnt-local-nodeport; not implemented on Windows)"),
 		cliapp.String(contract.FlagClusterCIDR, "10.244.0.0/16", "pod address ranges, comma separated, routed from the node through the management port (what ovnt-master is given)"),
 		cliapp.String(contract.FlagServiceCIDR, "10.96.0.0/16", "service address ranges, comma separated, routed from the node through the management port"),
-		cliapp.String("cni-socket", defaultCNISocket, "where the CNI plugin reaches this agent"),
-		cliapp.String("cni-bin-dir", defaultCNIBinDir, "where the CNI plugin binary is installed"),
-		cliapp.String("cni-conf-dir", defaultCNIConfDir, "where the CNI network configuration is written"),
+		cliapp.String("cni-socket", contract.CNISocket, "where the CNI plugin reaches this agent"),
+		cliapp.String("cni-bin-dir", contract.CNIBinDir, "where the CNI plugin binary is installed"),
+		cliapp.String("cni-conf-dir", contract.CNIConfDir, "where the CNI network configuration is written"),
 		cliapp.String("cni-plugin", "", "the ovnt-cni binary to install; empty means the one beside this binary"),
 		cliapp.Duration("pod-annotation-timeout", 30*time.Second, "how long CNI ADD waits for the master to annotate the pod"),
 		cliapp.Duration("port-install-timeout", time.Minute, "how long CNI ADD waits for ovn-controller to install the pod's port"),
@@ -94,7 +94,7 @@ func ovsRunDir(flag, ovsAddress string) string {
 	if path, ok := strings.CutPrefix(ovsAddress, "unix:"); ok && filepath.IsAbs(path) {
 		return filepath.Dir(path)
 	}
-	return defaultOVSRunDir
+	return contract.OVSRunDir
 }
 
 func validate(c Config) error {

@@ -10,10 +10,7 @@ import (
 // The legacy ethtool ioctl for TX checksumming, the feature `ethtool -K IF tx off` turns
 // off. The kernel maps it onto every checksum-offload feature bit (NETIF_F_CSUM_MASK) and
 // drops the features that depend on it (TSO, GSO) by itself.
-const (
-	ethtoolGTXCSUM = 0x16
-	ethtoolSTXCSUM = 0x17
-)
+const ethtoolSTXCSUM = 0x17
 
 // ethtoolValue is struct ethtool_value.
 type ethtoolValue struct {
@@ -40,15 +37,6 @@ func disableTxChecksum(name string) error {
 		return fmt.Errorf("turning TX checksum offload off on %s: %w", name, err)
 	}
 	return nil
-}
-
-// txChecksumOn reports whether TX checksum offload is on.
-func txChecksumOn(name string) (bool, error) {
-	v := &ethtoolValue{cmd: ethtoolGTXCSUM}
-	if err := ethtool(name, v); err != nil {
-		return false, fmt.Errorf("reading TX checksum offload of %s: %w", name, err)
-	}
-	return v.data != 0, nil
 }
 
 func ethtool(name string, v *ethtoolValue) error {

@@ -123,8 +123,9 @@ type NodeAddress struct {
 	HostPort string
 }
 
-// ErrNotImplemented is returned by the parts of a platform not written yet.
-var ErrNotImplemented = errors.New("not implemented on this platform yet")
+// ErrUnsupported is what every method returns on a system that is neither Linux nor Windows
+// (hostnet_other.go): the tree builds there, for its pure packages and tests, but no node runs.
+var ErrUnsupported = errors.New("hostnet: ovnt-node runs on Linux and Windows only")
 
 // HostIfName is the name of the host side of a pod's interface: derived from the CNI
 // attachment (container ID, interface name) so DEL and GC find it without state, short

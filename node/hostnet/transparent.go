@@ -2,8 +2,8 @@ package hostnet
 
 // The Windows host: HNS endpoints on a Transparent network whose vSwitch runs the Open
 // vSwitch extension. The logic is OS-neutral on purpose: it talks to HNS and the IP Helper
-// API only through node/internal/hns's interfaces, so the same code runs on Windows over
-// hcn (hostnet_windows.go) and on Linux in tests over hns.Model.
+// API only through node/hns's interfaces, so the same code runs on Windows over
+// hcn (hostnet_windows.go) and on Linux in tests over hnstest.Model.
 
 import (
 	"context"

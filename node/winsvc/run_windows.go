@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"golang.org/x/sys/windows/svc"
 )
 
@@ -77,19 +78,16 @@ func (h *handler) Execute(_ []string, req <-chan svc.ChangeRequest, status chan<
 	return false, 0
 }
 
-// LogDir is where a service logs: the manager gives it no console.
-const LogDir = `C:\ProgramData\ovn-transparent\logs`
-
-// LogOutput returns where the agent logs: def, or a file in LogDir when running as a
+// LogOutput returns where the agent logs: def, or a file in contract.LogDir when running as a
 // service (def if the file cannot be opened, which the manager then swallows).
 func LogOutput(def io.Writer) io.Writer {
 	if isSvc, err := svc.IsWindowsService(); err != nil || !isSvc {
 		return def
 	}
-	if err := os.MkdirAll(LogDir, 0o755); err != nil {
+	if err := os.MkdirAll(contract.LogDir, 0o755); err != nil {
 		return def
 	}
-	f, err := os.OpenFile(filepath.Join(LogDir, "ovnt-node.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(filepath.Join(contract.LogDir, "ovnt-node.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return def
 	}

@@ -1,5 +1,7 @@
+//go:build !linux
+
 package localnat
 
-// Windows: the host's own connections to its NodePorts would need a WFP or HNS policy; not
+// Windows (and any OS but Linux): the host's own connections to its NodePorts would need a WFP or HNS policy; not
 // done yet, so the agent logs that local NodePort access is unavailable.
 func newNAT(Config) (NAT, error) { return nil, ErrNotImplemented }

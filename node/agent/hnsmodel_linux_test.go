@@ -2,7 +2,7 @@ package agent
 
 // The Windows node's start-up, run on Linux: the agent's own setupChassis and management
 // port code over hostnet.Transparent, with HNS and the host's IP configuration from
-// hns.Model and a real ovsdb-server. The tests check the state both leave.
+// hnstest.Model and a real ovsdb-server. The tests check the state both leave.
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/node/hns"
+	"github.com/ovn-transparent/ovn-transparent/node/hns/hnstest"
 	"github.com/ovn-transparent/ovn-transparent/node/hostnet"
 	"github.com/ovn-transparent/ovn-transparent/node/ovstest"
 )
@@ -31,8 +32,8 @@ var (
 
 // windowsHost is a Windows Server with one physical adapter, Ethernet0, and a vNIC of some
 // other vSwitch; HNS moves the adapter's configuration 300ms after creating the network.
-func windowsHost() *hns.Model {
-	m := hns.NewModel()
+func windowsHost() *hnstest.Model {
+	m := hnstest.NewModel()
 	m.IPMoveDelay = 300 * time.Millisecond
 	m.AddAdapter("Ethernet0", winMAC, true, hns.IPConfig{Addrs: []netip.Prefix{winIP}, Gateway: winGW,
 		DNS: []netip.Addr{winDNS}, Routes: []hns.Route{winRoute}, MTU: 1500})
@@ -40,7 +41,7 @@ func windowsHost() *hns.Model {
 	return m
 }
 
-func transparent(m *hns.Model) *hostnet.Transparent {
+func transparent(m *hnstest.Model) *hostnet.Transparent {
 	return hostnet.NewTransparent(m, m, m, hostnet.TransparentConfig{IPMoveTimeout: 3 * time.Second, Poll: 20 * time.Millisecond,
 		DeleteTimeout: time.Second, Log: logr.Discard()})
 }
@@ -89,7 +90,7 @@ func TestWindowsStartupAndAdoption(t *testing.T) {
 // checkWindowsHNS: one Transparent network on Ethernet0 with the OVS extension, and the
 // node's whole IP configuration on the host vNIC (HNS moved it; enabling the extension
 // before the move would have lost it).
-func checkWindowsHNS(t *testing.T, m *hns.Model) {
+func checkWindowsHNS(t *testing.T, m *hnstest.Model) {
 	t.Helper()
 	nets := m.Networks()
 	if len(nets) != 1 || nets[0].Name != "ovn-transparent" || nets[0].Type != hns.TypeTransparent || nets[0].Adapter != "Ethernet0" ||

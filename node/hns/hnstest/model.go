@@ -1,4 +1,6 @@
-package hns
+// Package hnstest holds Model, the stateful fake of HNS that the Windows node is tested with
+// on Linux. It lives apart from package hns so that production code does not link it.
+package hnstest
 
 import (
 	"context"
@@ -8,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ovn-transparent/ovn-transparent/node/hns"
 )
 
 // Model is an in-memory HNS, host IP configuration and feature set, for tests. It keeps
@@ -32,12 +36,12 @@ type Model struct {
 
 	mu         sync.Mutex
 	seq        int
-	features   Features
-	networks   map[string]*Network // by ID
-	endpoints  map[string]*Endpoint
+	features   hns.Features
+	networks   map[string]*hns.Network // by ID
+	endpoints  map[string]*hns.Endpoint
 	namespaces map[string]bool
 	hostNS     string
-	ifaces     map[string]*Interface // by alias
+	ifaces     map[string]*hns.Interface // by alias
 	moves      []pendingMove
 	faults     map[string]fault
 	calls      []string
@@ -45,7 +49,7 @@ type Model struct {
 
 type pendingMove struct {
 	from, to string
-	cfg      IPConfig
+	cfg      hns.IPConfig
 	at       time.Time
 }
 
@@ -57,11 +61,11 @@ type fault struct {
 // NewModel returns a host with every feature installed, a host namespace and no adapters.
 func NewModel() *Model {
 	m := &Model{
-		features:   Features{HyperV: true, Containers: true, OVSExtension: true},
-		networks:   map[string]*Network{},
-		endpoints:  map[string]*Endpoint{},
+		features:   hns.Features{HyperV: true, Containers: true, OVSExtension: true},
+		networks:   map[string]*hns.Network{},
+		endpoints:  map[string]*hns.Endpoint{},
 		namespaces: map[string]bool{},
-		ifaces:     map[string]*Interface{},
+		ifaces:     map[string]*hns.Interface{},
 		faults:     map[string]fault{},
 	}
 	m.hostNS = m.newID()
@@ -75,18 +79,18 @@ func (m *Model) newID() string {
 }
 
 // SetFeatures replaces the host's feature set.
-func (m *Model) SetFeatures(f Features) {
+func (m *Model) SetFeatures(f hns.Features) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.features = f
 }
 
 // AddAdapter adds a host interface.
-func (m *Model) AddAdapter(name string, mac net.HardwareAddr, physical bool, c IPConfig) {
+func (m *Model) AddAdapter(name string, mac net.HardwareAddr, physical bool, c hns.IPConfig) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.seq++
-	m.ifaces[name] = &Interface{Name: name, Index: m.seq, MAC: mac, Physical: physical, IPConfig: cloneConfig(c)}
+	m.ifaces[name] = &hns.Interface{Name: name, Index: m.seq, MAC: mac, Physical: physical, IPConfig: cloneConfig(c)}
 }
 
 // AddNamespace creates an HCN namespace (what containerd does for a pod sandbox).
@@ -167,50 +171,50 @@ func (m *Model) applyMoves(now time.Time) {
 }
 
 // Networks returns a copy of the networks.
-func (m *Model) Networks() []Network {
+func (m *Model) Networks() []hns.Network {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []Network
+	var out []hns.Network
 	for _, n := range m.networks {
 		out = append(out, cloneNetwork(*n))
 	}
-	slices.SortFunc(out, func(a, b Network) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b hns.Network) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
 // AllEndpoints returns a copy of every endpoint.
-func (m *Model) AllEndpoints() []Endpoint {
+func (m *Model) AllEndpoints() []hns.Endpoint {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []Endpoint
+	var out []hns.Endpoint
 	for _, e := range m.endpoints {
 		out = append(out, cloneEndpoint(*e))
 	}
-	slices.SortFunc(out, func(a, b Endpoint) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b hns.Endpoint) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
 // InterfaceNow returns the interface's current state without faults or call records.
-func (m *Model) InterfaceNow(name string) (Interface, bool) {
+func (m *Model) InterfaceNow(name string) (hns.Interface, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.applyMoves(time.Now())
 	i, ok := m.ifaces[name]
 	if !ok {
-		return Interface{}, false
+		return hns.Interface{}, false
 	}
 	return cloneInterface(*i), true
 }
 
-func (m *Model) Features(ctx context.Context) (Features, error) {
+func (m *Model) Features(ctx context.Context) (hns.Features, error) {
 	if err := m.enter(ctx, "Features"); err != nil {
-		return Features{}, err
+		return hns.Features{}, err
 	}
 	defer m.mu.Unlock()
 	return m.features, nil
 }
 
-func (m *Model) networkByName(name string) *Network {
+func (m *Model) networkByName(name string) *hns.Network {
 	for _, n := range m.networks {
 		if n.Name == name {
 			return n
@@ -219,47 +223,47 @@ func (m *Model) networkByName(name string) *Network {
 	return nil
 }
 
-func (m *Model) Network(ctx context.Context, name string) (Network, error) {
+func (m *Model) Network(ctx context.Context, name string) (hns.Network, error) {
 	if err := m.enter(ctx, "Network"); err != nil {
-		return Network{}, err
+		return hns.Network{}, err
 	}
 	defer m.mu.Unlock()
 	n := m.networkByName(name)
 	if n == nil {
-		return Network{}, fmt.Errorf("network %q: %w", name, ErrNotFound)
+		return hns.Network{}, fmt.Errorf("network %q: %w", name, hns.ErrNotFound)
 	}
 	return cloneNetwork(*n), nil
 }
 
-func (m *Model) CreateTransparentNetwork(ctx context.Context, name, adapter string) (Network, error) {
+func (m *Model) CreateTransparentNetwork(ctx context.Context, name, adapter string) (hns.Network, error) {
 	if err := m.enter(ctx, "CreateTransparentNetwork"); err != nil {
-		return Network{}, err
+		return hns.Network{}, err
 	}
 	defer m.mu.Unlock()
 	if m.networkByName(name) != nil {
-		return Network{}, fmt.Errorf("network %q: %w", name, ErrExists)
+		return hns.Network{}, fmt.Errorf("network %q: %w", name, hns.ErrExists)
 	}
 	a := m.ifaces[adapter]
 	if a == nil {
-		return Network{}, fmt.Errorf("network %q: adapter %q: %w", name, adapter, ErrNotFound)
+		return hns.Network{}, fmt.Errorf("network %q: adapter %q: %w", name, adapter, hns.ErrNotFound)
 	}
 	if !a.Physical {
-		return Network{}, fmt.Errorf("network %q: adapter %q: %w", name, adapter, ErrVirtualAdapter)
+		return hns.Network{}, fmt.Errorf("network %q: adapter %q: %w", name, adapter, hns.ErrVirtualAdapter)
 	}
 	for _, n := range m.networks {
 		if n.Adapter == adapter {
-			return Network{}, fmt.Errorf("network %q: adapter %q is bound to network %q: %w", name, adapter, n.Name, ErrExists)
+			return hns.Network{}, fmt.Errorf("network %q: adapter %q is bound to network %q: %w", name, adapter, n.Name, hns.ErrExists)
 		}
 	}
-	n := &Network{ID: m.newID(), Name: name, Type: TypeTransparent, Adapter: adapter}
+	n := &hns.Network{ID: m.newID(), Name: name, Type: hns.TypeTransparent, Adapter: adapter}
 	m.networks[n.ID] = n
 	// The vSwitch takes the adapter: its IP configuration leaves it now and shows up on
 	// the host vNIC later.
-	vnic := HostVNIC(adapter)
+	vnic := hns.HostVNIC(adapter)
 	m.seq++
-	m.ifaces[vnic] = &Interface{Name: vnic, Index: m.seq, MAC: a.MAC, IPConfig: IPConfig{MTU: a.MTU}}
+	m.ifaces[vnic] = &hns.Interface{Name: vnic, Index: m.seq, MAC: a.MAC, IPConfig: hns.IPConfig{MTU: a.MTU}}
 	saved := cloneConfig(a.IPConfig)
-	a.IPConfig = IPConfig{MTU: a.MTU}
+	a.IPConfig = hns.IPConfig{MTU: a.MTU}
 	if !m.IPMoveLost {
 		m.moves = append(m.moves, pendingMove{from: adapter, to: vnic, cfg: saved, at: time.Now().Add(m.IPMoveDelay)})
 	}
@@ -273,12 +277,12 @@ func (m *Model) EnableExtension(ctx context.Context, networkID, id string) error
 	defer m.mu.Unlock()
 	n := m.networks[networkID]
 	if n == nil {
-		return fmt.Errorf("network %s: %w", networkID, ErrNotFound)
+		return fmt.Errorf("network %s: %w", networkID, hns.ErrNotFound)
 	}
 	// The extension restarts the vSwitch's data path: a pending move is lost.
 	keep := m.moves[:0]
 	for _, mv := range m.moves {
-		if mv.to != HostVNIC(n.Adapter) {
+		if mv.to != hns.HostVNIC(n.Adapter) {
 			keep = append(keep, mv)
 		}
 	}
@@ -301,15 +305,15 @@ func (m *Model) DeleteNetwork(ctx context.Context, id string) error {
 	}
 	for _, e := range m.endpoints {
 		if e.NetworkID == id {
-			return fmt.Errorf("network %q: endpoint %q: %w", n.Name, e.Name, ErrInUse)
+			return fmt.Errorf("network %q: endpoint %q: %w", n.Name, e.Name, hns.ErrInUse)
 		}
 	}
 	delete(m.networks, id)
-	delete(m.ifaces, HostVNIC(n.Adapter))
+	delete(m.ifaces, hns.HostVNIC(n.Adapter))
 	return nil
 }
 
-func (m *Model) endpointByName(name string) *Endpoint {
+func (m *Model) endpointByName(name string) *hns.Endpoint {
 	for _, e := range m.endpoints {
 		if e.Name == name {
 			return e
@@ -318,16 +322,16 @@ func (m *Model) endpointByName(name string) *Endpoint {
 	return nil
 }
 
-func (m *Model) CreateEndpoint(ctx context.Context, e Endpoint) (Endpoint, error) {
+func (m *Model) CreateEndpoint(ctx context.Context, e hns.Endpoint) (hns.Endpoint, error) {
 	if err := m.enter(ctx, "CreateEndpoint"); err != nil {
-		return Endpoint{}, err
+		return hns.Endpoint{}, err
 	}
 	defer m.mu.Unlock()
 	if m.networks[e.NetworkID] == nil {
-		return Endpoint{}, fmt.Errorf("endpoint %q: network %s: %w", e.Name, e.NetworkID, ErrNotFound)
+		return hns.Endpoint{}, fmt.Errorf("endpoint %q: network %s: %w", e.Name, e.NetworkID, hns.ErrNotFound)
 	}
 	if m.endpointByName(e.Name) != nil {
-		return Endpoint{}, fmt.Errorf("endpoint %q: %w", e.Name, ErrExists)
+		return hns.Endpoint{}, fmt.Errorf("endpoint %q: %w", e.Name, hns.ErrExists)
 	}
 	e = cloneEndpoint(e)
 	e.ID = m.newID()
@@ -336,30 +340,30 @@ func (m *Model) CreateEndpoint(ctx context.Context, e Endpoint) (Endpoint, error
 	return cloneEndpoint(e), nil
 }
 
-func (m *Model) Endpoint(ctx context.Context, name string) (Endpoint, error) {
+func (m *Model) Endpoint(ctx context.Context, name string) (hns.Endpoint, error) {
 	if err := m.enter(ctx, "Endpoint"); err != nil {
-		return Endpoint{}, err
+		return hns.Endpoint{}, err
 	}
 	defer m.mu.Unlock()
 	e := m.endpointByName(name)
 	if e == nil {
-		return Endpoint{}, fmt.Errorf("endpoint %q: %w", name, ErrNotFound)
+		return hns.Endpoint{}, fmt.Errorf("endpoint %q: %w", name, hns.ErrNotFound)
 	}
 	return cloneEndpoint(*e), nil
 }
 
-func (m *Model) ListEndpoints(ctx context.Context, networkID string) ([]Endpoint, error) {
+func (m *Model) ListEndpoints(ctx context.Context, networkID string) ([]hns.Endpoint, error) {
 	if err := m.enter(ctx, "ListEndpoints"); err != nil {
 		return nil, err
 	}
 	defer m.mu.Unlock()
-	var out []Endpoint
+	var out []hns.Endpoint
 	for _, e := range m.endpoints {
 		if e.NetworkID == networkID {
 			out = append(out, cloneEndpoint(*e))
 		}
 	}
-	slices.SortFunc(out, func(a, b Endpoint) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b hns.Endpoint) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
@@ -373,7 +377,7 @@ func (m *Model) DeleteEndpoint(ctx context.Context, id string) error {
 		return nil
 	}
 	if e.Namespace != "" {
-		delete(m.ifaces, HostVNIC(e.Name))
+		delete(m.ifaces, hns.HostVNIC(e.Name))
 	}
 	delete(m.endpoints, id)
 	return nil
@@ -386,24 +390,24 @@ func (m *Model) Attach(ctx context.Context, namespaceID, endpointID string) erro
 	defer m.mu.Unlock()
 	e := m.endpoints[endpointID]
 	if e == nil {
-		return fmt.Errorf("attaching endpoint %s: %w", endpointID, ErrNotFound)
+		return fmt.Errorf("attaching endpoint %s: %w", endpointID, hns.ErrNotFound)
 	}
 	if !m.namespaces[namespaceID] {
-		return fmt.Errorf("attaching endpoint %q to namespace %s: namespace %w", e.Name, namespaceID, ErrNotFound)
+		return fmt.Errorf("attaching endpoint %q to namespace %s: namespace %w", e.Name, namespaceID, hns.ErrNotFound)
 	}
 	switch e.Namespace {
 	case namespaceID:
 		return nil
 	case "":
 	default:
-		return fmt.Errorf("attaching endpoint %q to namespace %s: attached to %s: %w", e.Name, namespaceID, e.Namespace, ErrExists)
+		return fmt.Errorf("attaching endpoint %q to namespace %s: attached to %s: %w", e.Name, namespaceID, e.Namespace, hns.ErrExists)
 	}
 	e.Namespace = namespaceID
 	// The endpoint's vNIC appears in the namespace's compartment: the host's for the
 	// host namespace, the pod's otherwise (found by alias in every compartment).
 	m.seq++
-	name := HostVNIC(e.Name)
-	m.ifaces[name] = &Interface{Name: name, Index: m.seq, MAC: e.MAC, IPConfig: IPConfig{MTU: 1500}}
+	name := hns.HostVNIC(e.Name)
+	m.ifaces[name] = &hns.Interface{Name: name, Index: m.seq, MAC: e.MAC, IPConfig: hns.IPConfig{MTU: 1500}}
 	return nil
 }
 
@@ -416,7 +420,7 @@ func (m *Model) Detach(ctx context.Context, namespaceID, endpointID string) erro
 	if e == nil || e.Namespace != namespaceID {
 		return nil
 	}
-	delete(m.ifaces, HostVNIC(e.Name))
+	delete(m.ifaces, hns.HostVNIC(e.Name))
 	e.Namespace = ""
 	return nil
 }
@@ -429,26 +433,26 @@ func (m *Model) HostNamespace(ctx context.Context) (string, error) {
 	return m.hostNS, nil
 }
 
-func (m *Model) Interface(ctx context.Context, name string) (Interface, error) {
+func (m *Model) Interface(ctx context.Context, name string) (hns.Interface, error) {
 	if err := m.enter(ctx, "Interface"); err != nil {
-		return Interface{}, err
+		return hns.Interface{}, err
 	}
 	defer m.mu.Unlock()
 	i := m.ifaces[name]
 	if i == nil {
-		return Interface{}, fmt.Errorf("interface %q: %w", name, ErrNotFound)
+		return hns.Interface{}, fmt.Errorf("interface %q: %w", name, hns.ErrNotFound)
 	}
 	return cloneInterface(*i), nil
 }
 
-func (m *Model) Configure(ctx context.Context, name string, c IPConfig) error {
+func (m *Model) Configure(ctx context.Context, name string, c hns.IPConfig) error {
 	if err := m.enter(ctx, "Configure"); err != nil {
 		return err
 	}
 	defer m.mu.Unlock()
 	i := m.ifaces[name]
 	if i == nil {
-		return fmt.Errorf("interface %q: %w", name, ErrNotFound)
+		return fmt.Errorf("interface %q: %w", name, hns.ErrNotFound)
 	}
 	mtu := i.MTU
 	i.IPConfig = cloneConfig(c)
@@ -465,31 +469,31 @@ func (m *Model) SetMTU(ctx context.Context, name string, mtu int) error {
 	defer m.mu.Unlock()
 	i := m.ifaces[name]
 	if i == nil {
-		return fmt.Errorf("interface %q: %w", name, ErrNotFound)
+		return fmt.Errorf("interface %q: %w", name, hns.ErrNotFound)
 	}
 	i.MTU = mtu
 	return nil
 }
 
-func cloneConfig(c IPConfig) IPConfig {
+func cloneConfig(c hns.IPConfig) hns.IPConfig {
 	c.Addrs = slices.Clone(c.Addrs)
 	c.DNS = slices.Clone(c.DNS)
 	c.Routes = slices.Clone(c.Routes)
 	return c
 }
 
-func cloneInterface(i Interface) Interface {
+func cloneInterface(i hns.Interface) hns.Interface {
 	i.MAC = slices.Clone(i.MAC)
 	i.IPConfig = cloneConfig(i.IPConfig)
 	return i
 }
 
-func cloneNetwork(n Network) Network {
+func cloneNetwork(n hns.Network) hns.Network {
 	n.Extensions = slices.Clone(n.Extensions)
 	return n
 }
 
-func cloneEndpoint(e Endpoint) Endpoint {
+func cloneEndpoint(e hns.Endpoint) hns.Endpoint {
 	e.MAC = slices.Clone(e.MAC)
 	e.IPs = slices.Clone(e.IPs)
 	e.DNS.Servers = slices.Clone(e.DNS.Servers)
@@ -498,7 +502,7 @@ func cloneEndpoint(e Endpoint) Endpoint {
 }
 
 var (
-	_ HNS      = (*Model)(nil)
-	_ IPHelper = (*Model)(nil)
-	_ System   = (*Model)(nil)
+	_ hns.HNS      = (*Model)(nil)
+	_ hns.IPHelper = (*Model)(nil)
+	_ hns.System   = (*Model)(nil)
 )

@@ -1,7 +1,7 @@
 package cniserver
 
 // Pods on a Windows node, run on Linux: the server's ADD, DEL, CHECK and GC over
-// hostnet.Transparent with HNS from hns.Model and a real ovsdb-server; the tests check the
+// hostnet.Transparent with HNS from hnstest.Model and a real ovsdb-server; the tests check the
 // HNS endpoints and the OVS rows each call leaves.
 
 import (
@@ -23,6 +23,7 @@ import (
 	"github.com/ovn-transparent/ovn-transparent/internal/cni"
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/node/hns"
+	"github.com/ovn-transparent/ovn-transparent/node/hns/hnstest"
 	"github.com/ovn-transparent/ovn-transparent/node/hostnet"
 	"github.com/ovn-transparent/ovn-transparent/node/ovs"
 	"github.com/ovn-transparent/ovn-transparent/node/ovstest"
@@ -44,7 +45,7 @@ func (fakePods) Network(_ context.Context, p cni.PodArgs) (contract.PodNetwork, 
 type winEnv struct {
 	t     *testing.T
 	db    *ovstest.DB
-	m     *hns.Model
+	m     *hnstest.Model
 	srv   *Server
 	block sync.Map // iface-ids the fake ovn-controller does not install
 }
@@ -52,7 +53,7 @@ type winEnv struct {
 func newWinEnv(t *testing.T) *winEnv {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	e := &winEnv{t: t, db: ovstest.Start(t), m: hns.NewModel()}
+	e := &winEnv{t: t, db: ovstest.Start(t), m: hnstest.NewModel()}
 	mac, _ := net.ParseMAC("00:15:5d:01:02:03")
 	e.m.AddAdapter("Ethernet0", mac, true, hns.IPConfig{Addrs: []netip.Prefix{netip.MustParsePrefix("172.18.0.5/24")}})
 	host := hostnet.NewTransparent(e.m, e.m, e.m, hostnet.TransparentConfig{IPMoveTimeout: 3 * time.Second,

@@ -1,4 +1,4 @@
-package hns
+package hnstest
 
 import (
 	"context"
@@ -8,11 +8,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ovn-transparent/ovn-transparent/node/hns"
 )
 
 var (
 	adapterMAC, _ = net.ParseMAC("00:15:5d:00:00:01")
-	hostCfg       = IPConfig{
+	hostCfg       = hns.IPConfig{
 		Addrs: []netip.Prefix{netip.MustParsePrefix("172.18.0.5/24")}, Gateway: netip.MustParseAddr("172.18.0.254"),
 		DNS: []netip.Addr{netip.MustParseAddr("172.18.0.53")}, MTU: 1500,
 	}
@@ -22,18 +24,18 @@ func newHost(t *testing.T) *Model {
 	t.Helper()
 	m := NewModel()
 	m.AddAdapter("Ethernet0", adapterMAC, true, hostCfg)
-	m.AddAdapter("vEthernet (nat)", adapterMAC, false, IPConfig{})
+	m.AddAdapter("vEthernet (nat)", adapterMAC, false, hns.IPConfig{})
 	return m
 }
 
 func TestTransparentNeedsPhysicalAdapter(t *testing.T) {
 	ctx := context.Background()
 	m := newHost(t)
-	if _, err := m.CreateTransparentNetwork(ctx, "ovnt", "vEthernet (nat)"); !errors.Is(err, ErrVirtualAdapter) {
-		t.Fatalf("virtual adapter: %v, want ErrVirtualAdapter", err)
+	if _, err := m.CreateTransparentNetwork(ctx, "ovnt", "vEthernet (nat)"); !errors.Is(err, hns.ErrVirtualAdapter) {
+		t.Fatalf("virtual adapter: %v, want hns.ErrVirtualAdapter", err)
 	}
-	if _, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet9"); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("missing adapter: %v, want ErrNotFound", err)
+	if _, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet9"); !errors.Is(err, hns.ErrNotFound) {
+		t.Fatalf("missing adapter: %v, want hns.ErrNotFound", err)
 	}
 	if n := m.Networks(); len(n) != 0 {
 		t.Fatalf("networks after refusals: %v", n)
@@ -46,8 +48,8 @@ func TestNetworkNamesUnique(t *testing.T) {
 	if _, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0"); !errors.Is(err, ErrExists) {
-		t.Fatalf("second network of the same name: %v, want ErrExists", err)
+	if _, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0"); !errors.Is(err, hns.ErrExists) {
+		t.Fatalf("second network of the same name: %v, want hns.ErrExists", err)
 	}
 }
 
@@ -59,13 +61,13 @@ func TestIPMovesAfterDelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, _ := m.Interface(ctx, "Ethernet0")
-	v, _ := m.Interface(ctx, HostVNIC("Ethernet0"))
+	v, _ := m.Interface(ctx, hns.HostVNIC("Ethernet0"))
 	if len(a.Addrs) != 0 || len(v.Addrs) != 0 {
 		t.Fatalf("right after creation: adapter %v vNIC %v, want both empty", a.Addrs, v.Addrs)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		v, _ = m.Interface(ctx, HostVNIC("Ethernet0"))
+		v, _ = m.Interface(ctx, hns.HostVNIC("Ethernet0"))
 		if len(v.Addrs) == 1 && v.Addrs[0] == hostCfg.Addrs[0] && v.Gateway == hostCfg.Gateway && len(v.DNS) == 1 {
 			break
 		}
@@ -87,16 +89,16 @@ func TestExtensionBeforeMoveLosesAddress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m.EnableExtension(ctx, n.ID, strings.ToLower(OVSExtensionID)); err != nil {
+	if err := m.EnableExtension(ctx, n.ID, strings.ToLower(hns.OVSExtensionID)); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(200 * time.Millisecond)
-	v, _ := m.Interface(ctx, HostVNIC("Ethernet0"))
+	v, _ := m.Interface(ctx, hns.HostVNIC("Ethernet0"))
 	if len(v.Addrs) != 0 {
 		t.Fatalf("vNIC addresses %v, want lost", v.Addrs)
 	}
 	got, _ := m.Network(ctx, "ovnt")
-	if len(got.Extensions) != 1 || got.Extensions[0] != OVSExtensionID {
+	if len(got.Extensions) != 1 || got.Extensions[0] != hns.OVSExtensionID {
 		t.Fatalf("extensions %v", got.Extensions)
 	}
 }
@@ -104,25 +106,25 @@ func TestExtensionBeforeMoveLosesAddress(t *testing.T) {
 func TestEndpointRules(t *testing.T) {
 	ctx := context.Background()
 	m := newHost(t)
-	if _, err := m.CreateEndpoint(ctx, Endpoint{Name: "ep", NetworkID: "nope"}); !errors.Is(err, ErrNotFound) {
+	if _, err := m.CreateEndpoint(ctx, hns.Endpoint{Name: "ep", NetworkID: "nope"}); !errors.Is(err, hns.ErrNotFound) {
 		t.Fatalf("endpoint without network: %v", err)
 	}
 	n, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep, err := m.CreateEndpoint(ctx, Endpoint{Name: "ep", NetworkID: n.ID})
+	ep, err := m.CreateEndpoint(ctx, hns.Endpoint{Name: "ep", NetworkID: n.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.CreateEndpoint(ctx, Endpoint{Name: "ep", NetworkID: n.ID}); !errors.Is(err, ErrExists) {
+	if _, err := m.CreateEndpoint(ctx, hns.Endpoint{Name: "ep", NetworkID: n.ID}); !errors.Is(err, hns.ErrExists) {
 		t.Fatalf("duplicate endpoint name: %v", err)
 	}
 	ns := m.AddNamespace()
-	if err := m.Attach(ctx, ns, "missing"); !errors.Is(err, ErrNotFound) {
+	if err := m.Attach(ctx, ns, "missing"); !errors.Is(err, hns.ErrNotFound) {
 		t.Fatalf("attach of a missing endpoint: %v", err)
 	}
-	if err := m.Attach(ctx, "missing", ep.ID); !errors.Is(err, ErrNotFound) {
+	if err := m.Attach(ctx, "missing", ep.ID); !errors.Is(err, hns.ErrNotFound) {
 		t.Fatalf("attach to a missing namespace: %v", err)
 	}
 	for range 2 {
@@ -134,7 +136,7 @@ func TestEndpointRules(t *testing.T) {
 	if err := m.Attach(ctx, other, ep.ID); err == nil {
 		t.Fatal("attach to a second namespace succeeded")
 	}
-	if err := m.DeleteNetwork(ctx, n.ID); !errors.Is(err, ErrInUse) {
+	if err := m.DeleteNetwork(ctx, n.ID); !errors.Is(err, hns.ErrInUse) {
 		t.Fatalf("deleting a network with endpoints: %v", err)
 	}
 	if err := m.Detach(ctx, ns, ep.ID); err != nil {
@@ -155,18 +157,18 @@ func TestHostNamespaceMakesVNIC(t *testing.T) {
 	m := newHost(t)
 	n, _ := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0")
 	mac, _ := net.ParseMAC("0a:58:0a:f4:01:02")
-	ep, _ := m.CreateEndpoint(ctx, Endpoint{Name: "k8s-win1", NetworkID: n.ID, MAC: mac})
+	ep, _ := m.CreateEndpoint(ctx, hns.Endpoint{Name: "k8s-win1", NetworkID: n.ID, MAC: mac})
 	host, _ := m.HostNamespace(ctx)
 	if err := m.Attach(ctx, host, ep.ID); err != nil {
 		t.Fatal(err)
 	}
-	if v, ok := m.InterfaceNow(HostVNIC("k8s-win1")); !ok || v.MAC.String() != mac.String() {
+	if v, ok := m.InterfaceNow(hns.HostVNIC("k8s-win1")); !ok || v.MAC.String() != mac.String() {
 		t.Fatalf("host vNIC %+v %v", v, ok)
 	}
 	if err := m.DeleteEndpoint(ctx, ep.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := m.InterfaceNow(HostVNIC("k8s-win1")); ok {
+	if _, ok := m.InterfaceNow(hns.HostVNIC("k8s-win1")); ok {
 		t.Fatal("host vNIC outlived its endpoint")
 	}
 }
@@ -186,7 +188,7 @@ func TestFaults(t *testing.T) {
 		t.Fatalf("hung call: %v", err)
 	}
 	m.Heal("Network")
-	if _, err := m.Network(context.Background(), "x"); !errors.Is(err, ErrNotFound) {
+	if _, err := m.Network(context.Background(), "x"); !errors.Is(err, hns.ErrNotFound) {
 		t.Fatalf("healed: %v", err)
 	}
 	if c := m.Calls(); len(c) != 3 || c[0] != "Network" {
@@ -197,11 +199,11 @@ func TestFaults(t *testing.T) {
 func TestPreflight(t *testing.T) {
 	ctx := context.Background()
 	m := newHost(t)
-	if w, err := Preflight(ctx, m, m, "Ethernet0"); err != nil || len(w) != 0 {
+	if w, err := hns.Preflight(ctx, m, m, "Ethernet0"); err != nil || len(w) != 0 {
 		t.Fatalf("healthy host: %v %v", w, err)
 	}
-	m.SetFeatures(Features{VirtualMachine: true})
-	w, err := Preflight(ctx, m, m, "vEthernet (nat)")
+	m.SetFeatures(hns.Features{VirtualMachine: true})
+	w, err := hns.Preflight(ctx, m, m, "vEthernet (nat)")
 	if err == nil {
 		t.Fatal("preflight passed without features on a virtual adapter")
 	}
@@ -210,7 +212,7 @@ func TestPreflight(t *testing.T) {
 			t.Errorf("preflight error does not mention %q: %v", want, err)
 		}
 	}
-	if !errors.Is(err, ErrVirtualAdapter) {
+	if !errors.Is(err, hns.ErrVirtualAdapter) {
 		t.Errorf("preflight error is not ErrVirtualAdapter: %v", err)
 	}
 	if len(w) != 1 || !strings.Contains(w[0], "MacAddressSpoofing") {
