@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
 )
 
 // AddNetns creates the network namespace r.Name(short), brings its loopback up, and
@@ -89,23 +91,10 @@ func InNetns(netns string, fn func() error) error {
 	return ferr
 }
 
-// WaitFor polls cond every interval until it returns true, an error, or ctx ends; on timeout
-// the last error from cond (if any) is reported with what.
+// WaitFor is poll.Until.
+//
+// Deprecated: use poll.Until, or poll.Eventually in a test. It stays only until
+// master/controller's tests have moved to poll.
 func WaitFor(ctx context.Context, what string, interval time.Duration, cond func() (bool, error)) error {
-	var last error
-	for {
-		ok, err := cond()
-		if ok {
-			return nil
-		}
-		last = err
-		select {
-		case <-ctx.Done():
-			if last != nil {
-				return fmt.Errorf("waiting for %s: %w (last: %v)", what, ctx.Err(), last)
-			}
-			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
-		case <-time.After(interval):
-		}
-	}
+	return poll.Until(ctx, what, interval, cond)
 }
