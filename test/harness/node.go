@@ -11,8 +11,6 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-
-	"github.com/ovn-transparent/ovn-transparent/internal/testing/ovsdbtest"
 )
 
 // The underlay is one L2 segment per run: a Linux bridge in the namespace r.Name("ul"), with
@@ -327,8 +325,9 @@ func (n *Node) vswitchdDaemon() ovsDaemon {
 			return err
 		}
 		for _, br := range strings.Fields(bridges) {
-			// One attempt: waitDaemon polls ready, and stops when the daemon exits.
-			if err := ovsdbtest.WaitForSocket(filepath.Join(n.Dir, br+".mgmt"), 0); err != nil {
+			// An OpenFlow handshake, not a bare connect: ovs-vswitchd logs a warning for
+			// every connection that closes before it has said hello.
+			if _, err := n.OFCtl(ctx, "--timeout=5", "-O", ofProtocols, "probe", br); err != nil {
 				return fmt.Errorf("bridge %s: management socket: %w", br, err)
 			}
 		}
@@ -336,6 +335,10 @@ func (n *Node) vswitchdDaemon() ovsDaemon {
 	}
 	return d
 }
+
+// ofProtocols are the OpenFlow versions ovs-ofctl offers when it probes a bridge: all of
+// them, since a bridge may allow only some.
+const ofProtocols = "OpenFlow10,OpenFlow11,OpenFlow12,OpenFlow13,OpenFlow14,OpenFlow15"
 
 // RestartVSwitchd kills the node's ovs-vswitchd as a crash would (SIGKILL) and starts another
 // on the same database, run directory and namespace, with the same command line. It returns
