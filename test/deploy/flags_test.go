@@ -3,7 +3,6 @@
 package deploy
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -21,12 +20,9 @@ import (
 // than on a node. The Windows container is checked against the Linux build of ovnt-node: both
 // have the flags of node/config.go.
 func TestManifestsFlags(t *testing.T) {
-	binDir := os.Getenv("OVNT_BIN_DIR")
-	if binDir == "" {
-		binDir = t.TempDir()
-		if err := cluster.BuildBinaries(t.Context(), binDir); err != nil {
-			t.Fatal(err)
-		}
+	binDir, err := cluster.BinDir(t.Context(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
 	all, err := images.Objects()
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/ovn-transparent/ovn-transparent/test/harness"
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
 )
 
 const benchPods = 100
@@ -37,7 +37,7 @@ func BenchmarkPodStartup(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		if err := harness.WaitFor(ctx, "100 pods Ready", 100*time.Millisecond, func() (bool, error) {
+		if err := poll.Until(ctx, "100 pods Ready", 100*time.Millisecond, func() (bool, error) {
 			pods, err := client().CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 			if err != nil {
 				return false, err
