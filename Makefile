@@ -68,13 +68,13 @@ bench: deps build kube-binaries
 	OVNT_BIN_DIR=$(abspath $(BIN)) $(GO) test -count=1 -run '^$$' -bench PodStartup -benchtime 1x ./test/e2e/
 
 # Services at scale against the real NB and API server (no data plane): 5,000 Services x 10
-# endpoints on 10 then 100 nodes; sizes from SVCBENCH_* (test/svcbench).
+# endpoints on 10 then 100 nodes; sizes from SVCBENCH_* (test/bench/services).
 bench-services: deps build kube-binaries
-	OVNT_BIN_DIR=$(abspath $(BIN)) $(GO) test -count=1 -timeout 40m -run '^$$' -bench Services -benchtime 1x ./test/svcbench/
+	OVNT_BIN_DIR=$(abspath $(BIN)) $(GO) test -count=1 -timeout 40m -run '^$$' -bench Services -benchtime 1x ./test/bench/services/
 
 # NetworkPolicy at scale against a real NB and API server (figures, nothing asserted).
 bench-netpol: deps build kube-binaries
-	OVNT_BIN_DIR=$(abspath $(BIN)) $(GO) test -count=1 -timeout 45m -run '^$$' -bench NetworkPolicy -benchtime 1x ./test/npbench/
+	OVNT_BIN_DIR=$(abspath $(BIN)) $(GO) test -count=1 -timeout 45m -run '^$$' -bench NetworkPolicy -benchtime 1x ./test/bench/netpol/
 
 # Every NetworkPolicy case cyclonus generates, judged by its truth table against real packets
 # (make test runs a subset with every tag); prints pass/fail counts per tag at the end.

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/ovsdbtest"
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 )
 
@@ -31,7 +33,8 @@ type ovsNode struct {
 	r        *harness.Run
 	netns    string // where ovs-vswitchd runs (its netdev ports live there)
 	extNS    string
-	dir      string // OVS_RUNDIR: <bridge>.mgmt sockets, control sockets, database
+	dir      string // OVS_RUNDIR: <bridge>.mgmt sockets, control sockets
+	db       *ovsdbtest.Server
 	env      []string
 	mu       sync.Mutex
 	vswitchd *harness.Proc
@@ -50,17 +53,12 @@ const (
 
 func startOVS(t *testing.T, ctx context.Context) *ovsNode {
 	harness.Require(t, "ovsdb-tool", "ovsdb-server", "ovs-vswitchd", "ovs-vsctl", "ovs-ofctl", "ovs-appctl", "ip", "ethtool", "ping")
-	r, err := harness.NewRun(harness.Options{Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			r.MarkFailed()
-		}
-		r.Close()
-	})
-	n := &ovsNode{t: t, r: r, dir: r.Path("of")}
+	// The database first: it then outlives the run's ovs-vswitchd at the test's end.
+	db := ovsdbtest.Start(t, ovsdbtest.VSwitch)
+	db.Exec(t, "ovs-vsctl", "--no-wait", "init")
+	r := harness.NewTestRun(t)
+	var err error
+	n := &ovsNode{t: t, r: r, dir: r.Path("of"), db: db}
 	n.env = []string{"OVS_RUNDIR=" + n.dir, "OVS_DBDIR=" + n.dir, "OVS_SYSCONFDIR=" + n.dir, "OVS_LOGDIR=" + r.LogDir}
 	if err := os.MkdirAll(n.dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -71,20 +69,6 @@ func startOVS(t *testing.T, ctx context.Context) *ovsNode {
 	if n.extNS, err = r.AddNetns("ext"); err != nil {
 		t.Fatal(err)
 	}
-	db := filepath.Join(n.dir, "conf.db")
-	n.run("ovsdb-tool", "create", db, "/usr/share/openvswitch/vswitch.ovsschema")
-	if _, err := r.Start(harness.ProcSpec{
-		Name: "ovsdb-server", Path: "ovsdb-server", Env: n.env, Dir: n.dir,
-		Args: []string{db, "--remote=punix:" + filepath.Join(n.dir, "db.sock"),
-			"--unixctl=" + filepath.Join(n.dir, "ovsdb-server.ctl"), "--no-chdir",
-			"--log-file=" + filepath.Join(r.LogDir, "ovsdb-server.log"), "-vconsole:err", "-vsyslog:off"},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	n.wait(ctx, "ovsdb-server", func() error {
-		_, err := n.try("ovs-vsctl", "--db=unix:"+filepath.Join(n.dir, "db.sock"), "--no-wait", "init")
-		return err
-	})
 	n.startVswitchd(ctx)
 
 	// The underlay: eth0 here, ext0 in the external namespace. Checksum offload off on both
@@ -107,6 +91,7 @@ func startOVS(t *testing.T, ctx context.Context) *ovsNode {
 		"options:peer=patch-int", fmt.Sprintf("ofport_request=%d", patchPort),
 		"--", "add-port", "br-int", "patch-int", "--", "set", "interface", "patch-int", "type=patch", "options:peer=patch-phy",
 		"--", "add-br", "br-ref", "--", "set", "bridge", "br-ref", "datapath_type=netdev")
+	n.waitBridges(ctx)
 	for port, want := range map[string]string{"eth0": "1", "patch-phy": "2"} {
 		if got := strings.TrimSpace(n.vsctl("get", "interface", port, "ofport")); got != want {
 			t.Fatalf("ofport of %s is %s, want %s", port, got, want)
@@ -125,7 +110,7 @@ func startOVS(t *testing.T, ctx context.Context) *ovsNode {
 func (n *ovsNode) startVswitchd(ctx context.Context) {
 	p, err := n.r.Start(harness.ProcSpec{
 		Name: "ovs-vswitchd", Path: "ovs-vswitchd", Netns: n.netns, Env: n.env, Dir: n.dir,
-		Args: []string{"unix:" + filepath.Join(n.dir, "db.sock"), "--unixctl=" + n.ctl(), "--no-chdir",
+		Args: []string{n.db.Remote, "--unixctl=" + n.ctl(), "--no-chdir",
 			"--log-file=" + filepath.Join(n.r.LogDir, "ovs-vswitchd.log"), "-vconsole:err", "-vsyslog:off"},
 	})
 	if err != nil {
@@ -134,14 +119,36 @@ func (n *ovsNode) startVswitchd(ctx context.Context) {
 	n.mu.Lock()
 	n.vswitchd = p
 	n.mu.Unlock()
-	n.wait(ctx, "ovs-vswitchd", func() error {
+	poll.Eventually(n.t, ctx, "ovs-vswitchd", 20*time.Second, 20*time.Millisecond, func() (bool, error) {
+		select {
+		case <-p.Done():
+			n.t.Fatalf("ovs-vswitchd exited: %v", p.Err())
+		default:
+		}
 		_, err := n.try("ovs-appctl", "--timeout=5", "-t", n.ctl(), "version")
-		return err
+		return err == nil, err
 	})
+	n.waitBridges(ctx)
+}
+
+// waitBridges waits until every bridge of the database answers OpenFlow on its management
+// socket. ovs-vswitchd answers ovs-appctl before it has read the database and made the
+// bridges; until then a restarted one's <bridge>.mgmt is its predecessor's file, which
+// refuses connections, to ovs-ofctl and to the Client alike. The probe is an OpenFlow
+// handshake (ovs-ofctl probe), not a bare connect, which ovs-vswitchd would log as a
+// dropped connection.
+func (n *ovsNode) waitBridges(ctx context.Context) {
+	n.t.Helper()
+	for _, br := range strings.Fields(n.vsctl("list-br")) {
+		poll.Eventually(n.t, ctx, "OpenFlow on "+br+".mgmt", 20*time.Second, 20*time.Millisecond, func() (bool, error) {
+			_, err := n.try("ovs-ofctl", "--timeout=5", "-O", "OpenFlow10,OpenFlow11,OpenFlow12,OpenFlow13,OpenFlow14,OpenFlow15", "probe", br)
+			return err == nil, err
+		})
+	}
 }
 
 // restartVswitchd kills ovs-vswitchd as a crash would and starts it again; the bridges come
-// back from the database, without flows.
+// back from the database, without flows. It returns once they accept OpenFlow connections.
 func (n *ovsNode) restartVswitchd(ctx context.Context) {
 	n.mu.Lock()
 	p := n.vswitchd
@@ -154,18 +161,6 @@ func (n *ovsNode) ctl() string { return filepath.Join(n.dir, "ovs-vswitchd.ctl")
 
 func (n *ovsNode) mgmt(bridge string) string {
 	return "unix:" + filepath.Join(n.dir, bridge+".mgmt")
-}
-
-func (n *ovsNode) wait(ctx context.Context, what string, ready func() error) {
-	n.t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	if err := harness.WaitFor(ctx, what, 20*time.Millisecond, func() (bool, error) {
-		err := ready()
-		return err == nil, err
-	}); err != nil {
-		n.t.Fatal(err)
-	}
 }
 
 func (n *ovsNode) try(name string, args ...string) (string, error) {
@@ -189,7 +184,7 @@ func (n *ovsNode) run(name string, args ...string) string {
 
 func (n *ovsNode) vsctl(args ...string) string {
 	n.t.Helper()
-	return n.run("ovs-vsctl", append([]string{"--db=unix:" + filepath.Join(n.dir, "db.sock"), "--timeout=20"}, args...)...)
+	return n.run("ovs-vsctl", append([]string{"--db=" + n.db.Remote, "--timeout=20"}, args...)...)
 }
 
 // ofctl runs ovs-ofctl; bridge names resolve to <dir>/<bridge>.mgmt through OVS_RUNDIR.

@@ -2,6 +2,7 @@ package ovsdb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"github.com/ovn-org/libovsdb/client"
+
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
 )
 
 func TestParseRemotes(t *testing.T) {
@@ -78,10 +81,10 @@ func TestConnectUnixAndTCP(t *testing.T) {
 			name := "ls-" + kind
 			uuid := insertSwitches(t, c, &testLS{Name: name, ExternalIDs: map[string]string{"owner": "test"}})[0]
 
-			waitFor(t, 5*time.Second, func() (bool, string) {
+			poll.Eventually(t, context.Background(), "switch "+name+" in the cache", 5*time.Second, 50*time.Millisecond, func() (bool, error) {
 				got, ok := cachedSwitches(t, c)[uuid]
 				want := lsRow{Name: name, ExternalIDs: "owner=test"}
-				return ok && got == want, fmt.Sprintf("cache has %+v, want %s: %+v", got, uuid, want)
+				return ok && got == want, fmt.Errorf("cache has %+v, want %s: %+v", got, uuid, want)
 			})
 			list := run(t, dir, tl.nbctl, "--db="+remote, "ls-list")
 			if want := uuid + " (" + name + ")"; !strings.Contains(list, want) {
@@ -150,9 +153,9 @@ func TestOnlyRequestedTablesAreCached(t *testing.T) {
 	c := newClient(t, s.unixRemote(), Config{Tables: []Table{{Model: ls, Fields: []interface{}{&ls.Name}}}})
 	// A row written after the monitor started must be skipped too.
 	run(t, dir, tl.nbctl, db, "ls-add", "sw2", "--", "create", "Address_Set", "name=as2")
-	waitFor(t, 5*time.Second, func() (bool, string) {
+	poll.Eventually(t, context.Background(), "sw1 and sw2 in the cache", 5*time.Second, 50*time.Millisecond, func() (bool, error) {
 		got := names(cachedSwitches(t, c))
-		return reflect.DeepEqual(got, []string{"sw1", "sw2"}), fmt.Sprintf("cached switches %q", got)
+		return reflect.DeepEqual(got, []string{"sw1", "sw2"}), fmt.Errorf("cached switches %q", got)
 	})
 
 	for table, n := range map[string]int{"Address_Set": 0, "Logical_Switch_Port": 0, "Logical_Switch": 2} {
@@ -185,14 +188,16 @@ func TestReconnectAfterKill(t *testing.T) {
 		&testLS{Name: "changed-offline", ExternalIDs: map[string]string{"v": "1"}},
 		&testLS{Name: "gone-after-restart"},
 	)
-	waitFor(t, 5*time.Second, func() (bool, string) {
+	poll.Eventually(t, context.Background(), "4 switches in the cache", 5*time.Second, 50*time.Millisecond, func() (bool, error) {
 		n := len(cachedSwitches(t, c))
-		return n == 4, fmt.Sprintf("%d switches in cache, want 4", n)
+		return n == 4, fmt.Errorf("%d switches in cache, want 4", n)
 	})
 
 	s.kill()
 	// libovsdb's Connected() stays true while it reconnects; CurrentEndpoint() is empty.
-	waitFor(t, 5*time.Second, func() (bool, string) { return c.CurrentEndpoint() == "", "client still connected" })
+	poll.Eventually(t, context.Background(), "the client to see the server gone", 5*time.Second, 50*time.Millisecond, func() (bool, error) {
+		return c.CurrentEndpoint() == "", errors.New("client still connected")
+	})
 
 	// Change the database file while no server runs.
 	run(t, dir, tl.tool, "transact", s.db, `["OVN_Northbound",
@@ -211,12 +216,12 @@ func TestReconnectAfterKill(t *testing.T) {
 	insertSwitches(t, c, &testLS{Name: "added-by-client"})
 
 	want := []string{"added-after-restart", "added-by-client", "added-offline", "changed-offline", "keep"}
-	waitFor(t, 20*time.Second, func() (bool, string) {
+	poll.Eventually(t, context.Background(), "the cache to match the restarted server", 20*time.Second, 50*time.Millisecond, func() (bool, error) {
 		cached, onServer := cachedSwitches(t, c), serverSwitches(t, tl, dir, s.unixRemote())
 		if !reflect.DeepEqual(cached, onServer) {
-			return false, fmt.Sprintf("cache %v, server %v", cached, onServer)
+			return false, fmt.Errorf("cache %v, server %v", cached, onServer)
 		}
-		return reflect.DeepEqual(names(cached), want), fmt.Sprintf("switches %q, want %q", names(cached), want)
+		return reflect.DeepEqual(names(cached), want), fmt.Errorf("switches %q, want %q", names(cached), want)
 	})
 	cached := cachedSwitches(t, c)
 	if got := cached[uuids[0]]; got.Name != "keep" {

@@ -1,6 +1,8 @@
 package ovsdb
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net"
 	"reflect"
@@ -8,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
 )
 
 // cluster is a 3-member RAFT cluster of the Northbound database on loopback.
@@ -66,16 +70,16 @@ func (cl *cluster) remotes(members ...*server) string {
 func (cl *cluster) waitLeader(notThis *server, members ...*server) *server {
 	cl.t.Helper()
 	var leader *server
-	waitFor(cl.t, 30*time.Second, func() (bool, string) {
+	poll.Eventually(cl.t, context.Background(), "a single new leader", 30*time.Second, 50*time.Millisecond, func() (bool, error) {
 		var leaders []*server
 		var status []string
 		for _, m := range members {
 			out, err := runErr(cl.dir, cl.tl.appctl, "-t", m.ctl, "cluster/status", "OVN_Northbound")
 			if err != nil {
-				return false, err.Error()
+				return false, err
 			}
 			if !strings.Contains(out, "Status: cluster member") {
-				return false, m.name + " has not joined yet:\n" + out
+				return false, fmt.Errorf("%s has not joined yet:\n%s", m.name, out)
 			}
 			if strings.Contains(out, "Role: leader") {
 				leaders = append(leaders, m)
@@ -83,10 +87,10 @@ func (cl *cluster) waitLeader(notThis *server, members ...*server) *server {
 			status = append(status, m.name+": "+firstLine(out, "Role:"))
 		}
 		if len(leaders) != 1 || leaders[0] == notThis {
-			return false, "no new single leader: " + strings.Join(status, ", ")
+			return false, errors.New("no new single leader: " + strings.Join(status, ", "))
 		}
 		leader = leaders[0]
-		return true, ""
+		return true, nil
 	})
 	return leader
 }
@@ -119,13 +123,13 @@ func TestFollowsLeader(t *testing.T) {
 	checkConverged := func(t *testing.T, members ...*server) {
 		t.Helper()
 		sort.Strings(want)
-		waitFor(t, 20*time.Second, func() (bool, string) {
+		poll.Eventually(t, context.Background(), "the cache to match the cluster", 20*time.Second, 50*time.Millisecond, func() (bool, error) {
 			cached := cachedSwitches(t, c)
 			onServer := serverSwitches(t, tl, dir, cl.remotes(members...))
 			if !reflect.DeepEqual(cached, onServer) {
-				return false, fmt.Sprintf("cache %v, cluster %v", cached, onServer)
+				return false, fmt.Errorf("cache %v, cluster %v", cached, onServer)
 			}
-			return reflect.DeepEqual(names(cached), want), fmt.Sprintf("switches %q, want %q", names(cached), want)
+			return reflect.DeepEqual(names(cached), want), fmt.Errorf("switches %q, want %q", names(cached), want)
 		})
 	}
 
@@ -136,9 +140,9 @@ func TestFollowsLeader(t *testing.T) {
 		newLeader := cl.waitLeader(leader, cl.members...)
 		run(t, dir, tl.nbctl, "--db="+cl.remotes(cl.members...), "ls-add", "by-nbctl-1")
 		want = append(want, "by-nbctl-1")
-		waitFor(t, 20*time.Second, func() (bool, string) {
+		poll.Eventually(t, context.Background(), "the client on the new leader", 20*time.Second, 50*time.Millisecond, func() (bool, error) {
 			got := c.CurrentEndpoint()
-			return got == newLeader.unixRemote(), fmt.Sprintf("client on %q, leader is %s", got, newLeader.unixRemote())
+			return got == newLeader.unixRemote(), fmt.Errorf("client on %q, leader is %s", got, newLeader.unixRemote())
 		})
 		leader = newLeader
 		insertSwitches(t, c, &testLS{Name: "after-transfer"})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -22,9 +23,14 @@ import (
 	"github.com/go-logr/logr/funcr"
 	"github.com/ovn-org/libovsdb/client"
 	"github.com/ovn-org/libovsdb/model"
+
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/ovsdbtest"
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/testenv"
 )
 
-const nbSchema = "/usr/share/ovn/ovn-nb.ovsschema"
+// nbSchema is the pinned Northbound schema (ovsdbtest names the schema files).
+var nbSchema = ovsdbtest.NB.Path()
 
 // Hand-written models for a few Northbound tables. Each lists only some columns of its table;
 // libovsdb ignores the others.
@@ -60,43 +66,17 @@ func testNBModel(t *testing.T) model.ClientDBModel {
 	return m
 }
 
-// tools finds the OVS/OVN programs the tests run. Without them the test is skipped, except
-// in CI (CI=true), where a missing package is a broken test environment.
+// tools are the OVS/OVN programs the tests run.
 type tools struct {
 	server, tool, nbctl, appctl string
 }
 
+// needTools stops the test when one of the programs is missing (testenv.Require: a skip, or
+// a failure in CI).
 func needTools(t *testing.T) tools {
 	t.Helper()
-	find := func(name string) string {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-		for _, dir := range []string{"/usr/sbin", "/usr/bin", "/sbin"} {
-			p := filepath.Join(dir, name)
-			if st, err := os.Stat(p); err == nil && !st.IsDir() {
-				return p
-			}
-		}
-		msg := fmt.Sprintf("%s not found (Debian packages openvswitch-switch and ovn-central provide it)", name)
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-		return ""
-	}
-	tl := tools{
-		server: find("ovsdb-server"),
-		tool:   find("ovsdb-tool"),
-		nbctl:  find("ovn-nbctl"),
-		appctl: find("ovs-appctl"),
-	}
-	if _, err := os.Stat(nbSchema); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	tl := tools{server: "ovsdb-server", tool: "ovsdb-tool", nbctl: "ovn-nbctl", appctl: "ovs-appctl"}
+	testenv.Require(t, tl.server, tl.tool, tl.nbctl, tl.appctl)
 	return tl
 }
 
@@ -215,22 +195,19 @@ func (s *server) start() {
 	s.cmd, s.done = cmd, done
 	s.mu.Unlock()
 
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll.Eventually(s.t, context.Background(), "ovsdb-server "+s.name+" on "+s.sock, 10*time.Second, 20*time.Millisecond, func() (bool, error) {
 		select {
 		case <-done:
 			s.t.Fatalf("ovsdb-server %s exited at start: %s", s.name, s.logTail())
 		default:
 		}
-		if conn, err := net.Dial("unix", s.sock); err == nil {
-			conn.Close()
-			return
+		conn, err := net.Dial("unix", s.sock)
+		if err != nil {
+			return false, fmt.Errorf("%w; log: %s", err, s.logTail())
 		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("ovsdb-server %s: no socket after 10s: %s", s.name, s.logTail())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		conn.Close()
+		return true, nil
+	})
 }
 
 // kill sends SIGKILL, as a crash or an OOM kill would, and waits for the process to exit.
@@ -283,36 +260,19 @@ var listeningPort = regexp.MustCompile(`listening on port (\d+)`)
 func (s *server) boundPort() int {
 	s.t.Helper()
 	var port int
-	waitFor(s.t, 10*time.Second, func() (bool, string) {
+	poll.Eventually(s.t, context.Background(), "the port ovsdb-server "+s.name+" chose", 10*time.Second, 50*time.Millisecond, func() (bool, error) {
 		b, err := os.ReadFile(s.log)
 		if err != nil {
-			return false, err.Error()
+			return false, err
 		}
 		m := listeningPort.FindAllSubmatch(b, -1)
 		if len(m) == 0 {
-			return false, "no \"listening on port\" in " + s.log
+			return false, errors.New("no \"listening on port\" in " + s.log)
 		}
 		port, _ = strconv.Atoi(string(m[len(m)-1][1]))
-		return true, ""
+		return true, nil
 	})
 	return port
-}
-
-// waitFor polls cond every 50ms until it holds or timeout passes; then the test fails with
-// cond's last explanation.
-func waitFor(t *testing.T, timeout time.Duration, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, why := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %s", timeout, why)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // testLogger sends libovsdb's messages to the test log up to verbosity 3 (connections), and

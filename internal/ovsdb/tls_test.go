@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
 )
 
 // testPKI is a CA and the PEM files of certificates it signed, written in dir.
@@ -116,9 +118,9 @@ func TestSSL(t *testing.T) {
 
 	c := newClient(t, remote, cfg)
 	uuid := insertSwitches(t, c, &testLS{Name: "over-ssl"})[0]
-	waitFor(t, 5*time.Second, func() (bool, string) {
+	poll.Eventually(t, context.Background(), "switch over-ssl in the cache", 5*time.Second, 50*time.Millisecond, func() (bool, error) {
 		got := cachedSwitches(t, c)
-		return got[uuid].Name == "over-ssl", fmt.Sprintf("cache %v", got)
+		return got[uuid].Name == "over-ssl", fmt.Errorf("cache %v", got)
 	})
 	list := run(t, dir, tl.nbctl, "--db="+remote, "--private-key="+clientKey, "--certificate="+clientCert,
 		"--ca-cert="+pki.CAFile, "ls-list")

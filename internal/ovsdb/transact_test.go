@@ -9,6 +9,8 @@ import (
 
 	"github.com/ovn-org/libovsdb/model"
 	libovsdb "github.com/ovn-org/libovsdb/ovsdb"
+
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/ovsdbtest"
 )
 
 func TestTransactEmptyIsNoOp(t *testing.T) {
@@ -154,14 +156,14 @@ func TestDescribeOp(t *testing.T) {
 // TestTransactErrorsNameTheRow makes a real ovsdb-server reject transactions in the ways
 // OVSDB can (a rejected operation, a failed commit) and checks what the error says.
 func TestTransactErrorsNameTheRow(t *testing.T) {
-	tl := needTools(t)
-	dir := shortTempDir(t)
-	s := newStandalone(t, tl, dir, "nb")
-	s.start()
-	db := "--db=" + s.unixRemote()
-	run(t, dir, tl.nbctl, db, "ls-add", "sw", "--", "lsp-add", "sw", "p1")
-	portUUID := strings.TrimSpace(run(t, dir, tl.nbctl, db, "--bare", "--columns=_uuid", "find", "Logical_Switch_Port", "name=p1"))
-	c := newClient(t, s.unixRemote(), Config{Tables: allTables()})
+	srv := ovsdbtest.Start(t, ovsdbtest.NB)
+	nbctl := func(args ...string) string {
+		t.Helper()
+		return srv.Exec(t, "ovn-nbctl", args...)
+	}
+	nbctl("ls-add", "sw", "--", "lsp-add", "sw", "p1")
+	portUUID := nbctl("--bare", "--columns=_uuid", "find", "Logical_Switch_Port", "name=p1")
+	c := newClient(t, srv.Remote, Config{Tables: allTables()})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
@@ -248,10 +250,10 @@ func TestTransactErrorsNameTheRow(t *testing.T) {
 	}
 
 	// Nothing of the rejected transactions was applied.
-	if out := run(t, dir, tl.nbctl, db, "--bare", "--columns=name", "list", "Address_Set"); out != "" {
+	if out := nbctl("--bare", "--columns=name", "list", "Address_Set"); out != "" {
 		t.Errorf("address sets on the server: %q, want none", out)
 	}
-	if out := run(t, dir, tl.nbctl, db, "--bare", "--columns=name", "list", "Logical_Switch"); strings.TrimSpace(out) != "sw" {
+	if out := nbctl("--bare", "--columns=name", "list", "Logical_Switch"); strings.TrimSpace(out) != "sw" {
 		t.Errorf("switches on the server: %q, want only sw", out)
 	}
 

@@ -4,6 +4,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os/exec"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/internal/ovsdb"
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 )
 
@@ -131,17 +133,13 @@ func (e *env) nbctl(args ...string) string {
 // eventually polls cond until it holds, failing the test after 30 s with cond's last word.
 func (e *env) eventually(what string, cond func() (bool, string)) {
 	e.t.Helper()
-	var last string
-	ctx, cancel := context.WithTimeout(e.ctx, 30*time.Second)
-	defer cancel()
-	err := harness.WaitFor(ctx, what, 50*time.Millisecond, func() (bool, error) {
+	poll.Eventually(e.t, e.ctx, what, 30*time.Second, 50*time.Millisecond, func() (bool, error) {
 		ok, msg := cond()
-		last = msg
-		return ok, nil
+		if ok {
+			return true, nil
+		}
+		return false, errors.New(msg)
 	})
-	if err != nil {
-		e.t.Fatalf("%v; last: %s", err, last)
-	}
 }
 
 func (e *env) createNode(name string, chassis *contract.NodeChassisInfo) {

@@ -16,6 +16,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/master/nb"
@@ -117,7 +118,7 @@ func TestServices(t *testing.T) {
 	// local endpoints only, the cluster LB keeps the ClusterIP only.
 	e.updateService("web", func(s *corev1.Service) {
 		s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
-		s.Spec.SessionAffinityConfig = &corev1.SessionAffinityConfig{ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: ptrTo(int32(5))}}
+		s.Spec.SessionAffinityConfig = &corev1.SessionAffinityConfig{ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: ptr.To(int32(5))}}
 	})
 	e.eventually("affinity_timeout", func() (bool, string) {
 		out := e.lbGet("Service_default/web_TCP_cluster")
@@ -219,8 +220,6 @@ func TestServices(t *testing.T) {
 	e.checkEveryRowOwned()
 }
 
-func ptrTo[T any](v T) *T { return &v }
-
 type slicePort struct {
 	name  string
 	proto corev1.Protocol
@@ -272,11 +271,11 @@ func (e *env) createSlice(svc, name string, ports []slicePort, eps ...sliceEP) {
 		AddressType: discoveryv1.AddressTypeIPv4,
 	}
 	for _, p := range ports {
-		s.Ports = append(s.Ports, discoveryv1.EndpointPort{Name: ptrTo(p.name), Protocol: ptrTo(p.proto), Port: ptrTo(p.port)})
+		s.Ports = append(s.Ports, discoveryv1.EndpointPort{Name: ptr.To(p.name), Protocol: ptr.To(p.proto), Port: ptr.To(p.port)})
 	}
 	for _, ep := range eps {
-		s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{ep.ip.String()}, NodeName: ptrTo(ep.node),
-			Conditions: discoveryv1.EndpointConditions{Ready: ptrTo(ep.ready)}})
+		s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{ep.ip.String()}, NodeName: ptr.To(ep.node),
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(ep.ready)}})
 	}
 	if _, err := e.kube.DiscoveryV1().EndpointSlices("default").Create(e.ctx, s, metav1.CreateOptions{}); err != nil {
 		e.t.Fatal(err)

@@ -12,13 +12,12 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/svcmodel"
 	"github.com/ovn-transparent/ovn-transparent/master/nb"
 	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
 )
-
-func ptr[T any](v T) *T { return &v }
 
 func svc(mod func(*corev1.Service)) *corev1.Service {
 	s := &corev1.Service{
@@ -130,7 +129,7 @@ func TestManyBackends(t *testing.T) {
 }
 
 func TestReadiness(t *testing.T) {
-	yes, no := ptr(true), ptr(false)
+	yes, no := ptr.To(true), ptr.To(false)
 	for _, tc := range []struct {
 		name       string
 		publish    bool
@@ -159,7 +158,7 @@ func TestNodePortLoadBalancerExternalIPsAffinity(t *testing.T) {
 		s.Spec.ExternalIPs = []string{"192.0.2.10"}
 		s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "198.51.100.7"}}
 		s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
-		s.Spec.SessionAffinityConfig = &corev1.SessionAffinityConfig{ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: ptr(int32(5))}}
+		s.Spec.SessionAffinityConfig = &corev1.SessionAffinityConfig{ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: ptr.To(int32(5))}}
 	})
 	rows, _ := Rows(s, []*discoveryv1.EndpointSlice{slice("http", corev1.ProtocolTCP, 8080, ep{ip: "10.244.1.10", node: "node1"})}, nodes)
 	got := lbs(t, rows)
@@ -209,7 +208,7 @@ func TestExternalTrafficPolicyLocal(t *testing.T) {
 
 func TestInternalTrafficPolicyLocal(t *testing.T) {
 	s := svc(func(s *corev1.Service) {
-		s.Spec.InternalTrafficPolicy = ptr(corev1.ServiceInternalTrafficPolicyLocal)
+		s.Spec.InternalTrafficPolicy = ptr.To(corev1.ServiceInternalTrafficPolicyLocal)
 	})
 	rows, _ := Rows(s, []*discoveryv1.EndpointSlice{slice("http", corev1.ProtocolTCP, 8080, ep{ip: "10.244.1.10", node: "node1"})}, nodes)
 	got := lbs(t, rows)

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/svcmodel"
 	"github.com/ovn-transparent/ovn-transparent/master/nb"
@@ -70,7 +71,7 @@ func TestBuildConfig(t *testing.T) {
 			func(c *config) { c.options["affinity_timeout"] = "10800" }, nil},
 		{"policies Local", func(s *corev1.Service) {
 			s.Spec.Type, s.Spec.ExternalTrafficPolicy = corev1.ServiceTypeNodePort, corev1.ServiceExternalTrafficPolicyLocal
-			s.Spec.InternalTrafficPolicy = ptr(corev1.ServiceInternalTrafficPolicyLocal)
+			s.Spec.InternalTrafficPolicy = ptr.To(corev1.ServiceInternalTrafficPolicyLocal)
 			s.Spec.Ports[0].NodePort = 30080
 		}, func(c *config) {
 			c.etpLocal, c.itpLocal = true, true

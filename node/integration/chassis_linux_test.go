@@ -11,6 +11,7 @@ import (
 
 	"github.com/ovn-transparent/ovn-transparent/internal/cni"
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 )
 
@@ -47,7 +48,7 @@ func TestChassisRegistration(t *testing.T) {
 	tc := time.Now()
 	e.startControllers(ctx)
 	want := map[string]string{"node1": "geneve " + n1.IP, "chassis-two": "geneve " + n2.IP}
-	err = harness.WaitFor(ctx, "both chassis in the SB", 100*time.Millisecond, func() (bool, error) {
+	err = poll.Until(ctx, "both chassis in the SB", 100*time.Millisecond, func() (bool, error) {
 		show, err := e.central.SBCtl(ctx, "show")
 		got := harness.ChassisEncaps(show)
 		for ch, enc := range want {

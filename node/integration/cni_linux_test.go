@@ -12,6 +12,8 @@ import (
 	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
+
+	"github.com/ovn-transparent/ovn-transparent/test/probe"
 )
 
 // TestCNI runs the plugin through libcni as a container runtime does, against two nodes
@@ -74,7 +76,7 @@ func testLifecycle(ctx context.Context, t *testing.T, e *env, version string, i 
 
 	ping(ctx, t, "pod a -> pod b across nodes", a.netns, b.ip.Addr().String())
 	ping(ctx, t, "pod b -> pod a across nodes", b.netns, a.ip.Addr().String())
-	echoServer(t, b.netns, b.ip.Addr().String()+":8080")
+	serve(t, b.netns, &probe.Server{Name: "default/b", Echo: []uint16{8080}})
 	tcpEcho(ctx, t, "pod a -> pod b", a.netns, b.ip.Addr().String()+":8080", 256<<10)
 	ping(ctx, t, "node1 -> its own pod through the management port", n1.Netns, a.ip.Addr().String())
 	ping(ctx, t, "node1 -> node2's pod through the management port", n1.Netns, b.ip.Addr().String())

@@ -20,6 +20,7 @@ import (
 	"github.com/ovn-transparent/ovn-transparent/internal/cni"
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/internal/ovsdb"
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
 	"github.com/ovn-transparent/ovn-transparent/master/nb"
 	"github.com/ovn-transparent/ovn-transparent/master/topology"
 	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
@@ -81,19 +82,8 @@ func (n *node) mgmtIP() netip.Addr  { return contract.ManagementIP(n.subnet) }
 func newEnv(ctx context.Context, t *testing.T, names ...string) *env {
 	t.Helper()
 	harness.Require(t, programs...)
-	r, err := harness.NewRun(harness.Options{Logf: t.Logf, KeepLogs: os.Getenv("OVNT_KEEP_LOGS") != ""})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := harness.NewTestRun(t)
 	e := &env{t: t, r: r}
-	t.Cleanup(func() {
-		if t.Failed() {
-			r.MarkFailed()
-		}
-		if err := r.Close(); err != nil {
-			t.Errorf("closing run: %v", err)
-		}
-	})
 	var wg sync.WaitGroup
 	var kerr, cerr error
 	wg.Add(1)
@@ -249,7 +239,7 @@ func (e *env) startAgent(ctx context.Context, n *node) {
 	}
 	n.agent = p
 	conf := filepath.Join(n.confDir, cni.ConfListName)
-	err = harness.WaitFor(ctx, n.Name+" agent serving", 50*time.Millisecond, func() (bool, error) {
+	poll.Eventually(e.t, ctx, n.Name+" agent serving", 0, 50*time.Millisecond, func() (bool, error) {
 		select {
 		case <-p.Done():
 			return false, fmt.Errorf("ovnt-node exited: %v", p.Err())
@@ -265,9 +255,6 @@ func (e *env) startAgent(ctx context.Context, n *node) {
 		}
 		return true, nil
 	})
-	if err != nil {
-		e.t.Fatal(err)
-	}
 	e.t.Logf("%s: ovnt-node serving after %v", n.Name, time.Since(t0).Round(time.Millisecond))
 }
 
@@ -288,13 +275,10 @@ func (e *env) waitReady(ctx context.Context) {
 	e.t.Helper()
 	t0 := time.Now()
 	for _, n := range e.nodes {
-		err := harness.WaitFor(ctx, n.Name+" STATUS ok", 100*time.Millisecond, func() (bool, error) {
+		poll.Eventually(e.t, ctx, n.Name+" STATUS ok", 0, 100*time.Millisecond, func() (bool, error) {
 			_, err := cni.NewClient(dialer(n.socket)).Do(ctx, cni.Request{Command: "STATUS", StdinData: []byte(`{"cniVersion":"1.1.0"}`)})
 			return err == nil, err
 		})
-		if err != nil {
-			e.t.Fatal(err)
-		}
 	}
 	e.t.Logf("all agents ready after %v", time.Since(t0).Round(time.Millisecond))
 }

@@ -11,13 +11,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
 	"github.com/ovn-transparent/ovn-transparent/master/topology"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 	"github.com/ovn-transparent/ovn-transparent/test/probe"
@@ -228,8 +228,13 @@ func TestSharedGateway(t *testing.T) {
 	t.Run("ovs-vswitchd crash and restart", func(t *testing.T) {
 		want := brPhy(ctx, t, n1)
 		tk := time.Now()
-		up := restartVswitchd(ctx, t, e, n1)
-		t.Logf("timing: ovs-vswitchd killed and answering again after %v", up.Sub(tk).Round(time.Millisecond))
+		// RestartVSwitchd returns once the bridges' management sockets accept again: until
+		// then ovs-ofctl (refFlows below) finds the killed daemon's socket file and is refused.
+		if err := n1.RestartVSwitchd(ctx); err != nil {
+			t.Fatal(err)
+		}
+		up := time.Now()
+		t.Logf("timing: ovs-vswitchd killed and ready again (bridges included) after %v", up.Sub(tk).Round(time.Millisecond))
 		// The bridge comes back with its default NORMAL flow only; the agent's OpenFlow
 		// client reconnects and installs the set again (new port numbers, if any, come
 		// through the database).
@@ -239,10 +244,11 @@ func TestSharedGateway(t *testing.T) {
 			want = want2
 		}
 		waitBrPhy(ctx, t, n1, "rules after the restart", func(got []string) bool { return slices.Equal(got, want) })
-		t.Logf("timing: rules back %v after ovs-vswitchd answered", time.Since(up).Round(time.Millisecond))
+		t.Logf("timing: rules back %v after ovs-vswitchd was ready", time.Since(up).Round(time.Millisecond))
 		// ovn-controller re-installs br-int's flows on its own; wait for pod traffic first.
-		waitFor(ctx, t, "pod a -> external host after the restart", 30*time.Second, func() error {
-			return peerIs(ctx, a.netns, extAddr, "ext", n1.IP)
+		poll.Eventually(t, ctx, "pod a -> external host after the restart", 30*time.Second, 200*time.Millisecond, func() (bool, error) {
+			err := peerIs(ctx, a.netns, extAddr, "ext", n1.IP)
+			return err == nil, err
 		})
 		t.Logf("timing: pod egress back %v after the kill", time.Since(tk).Round(time.Millisecond))
 		checkDataPath(t, "after the ovs-vswitchd restart")
@@ -279,8 +285,9 @@ func TestSharedGateway(t *testing.T) {
 		want = refFlows(ctx, t, n2, recipe.BrPhy(7, p, gws[n2].mac, netip.Addr{}, nil))
 		waitBrPhy(ctx, t, n2, "the recipe's rules with the new patch port", func(got []string) bool { return slices.Equal(got, want) })
 		t.Logf("timing: localnet port back -> patch port %d and rules in %v", p, time.Since(tl).Round(time.Millisecond))
-		waitFor(ctx, t, "pod b -> external host with the patch port back", 30*time.Second, func() error {
-			return peerIs(ctx, b.netns, extAddr, "ext", n2.IP)
+		poll.Eventually(t, ctx, "pod b -> external host with the patch port back", 30*time.Second, 200*time.Millisecond, func() (bool, error) {
+			err := peerIs(ctx, b.netns, extAddr, "ext", n2.IP)
+			return err == nil, err
 		})
 		expectPeer(ctx, t, "node2 -> external host with the patch port back", n2.Netns, extAddr, "ext", n2.IP)
 		ping(ctx, t, "pod b -> pod a with node2's uplink renumbered", b.netns, a.ip.Addr().String())
@@ -366,7 +373,7 @@ func waitBrPhy(ctx context.Context, t *testing.T, n *node, what string, ok func(
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	var last []string
-	err := harness.WaitFor(ctx, n.Name+": "+what, 50*time.Millisecond, func() (bool, error) {
+	err := poll.Until(ctx, n.Name+": "+what, 50*time.Millisecond, func() (bool, error) {
 		out, err := n.OFCtl(ctx, "-O", "OpenFlow14", "--no-names", "dump-flows", "br-phy", "--no-stats")
 		if err != nil {
 			return false, err
@@ -438,7 +445,7 @@ func waitPatchPort(ctx context.Context, t *testing.T, n *node) int {
 	var port int
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	err := harness.WaitFor(ctx, n.Name+": localnet patch port on br-phy", 50*time.Millisecond, func() (bool, error) {
+	err := poll.Until(ctx, n.Name+": localnet patch port on br-phy", 50*time.Millisecond, func() (bool, error) {
 		// ovn-controller marks the Port rows of both ends, not the Interfaces.
 		marked, err := n.VSCtl(ctx, "--bare", "--columns=name", "find", "Port", "external_ids:ovn-localnet-port="+contract.LocalnetPort(n.Name))
 		if err != nil {
@@ -508,55 +515,4 @@ func expectPeer(ctx context.Context, t *testing.T, what, netns, addr, wantName s
 	if err := peerIs(ctx, netns, addr, wantName, wantPeer); err != nil {
 		t.Errorf("%s: %v", what, err)
 	}
-}
-
-// waitFor retries fn every 200 ms for up to d.
-func waitFor(ctx context.Context, t *testing.T, what string, d time.Duration, fn func() error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	if err := harness.WaitFor(ctx, what, 200*time.Millisecond, func() (bool, error) {
-		err := fn()
-		return err == nil, err
-	}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// restartVswitchd kills n's ovs-vswitchd as a crash would (SIGKILL through its pidfile) and
-// starts another on the same database, run directory and namespace; it returns when the new
-// one answers. The harness has no restart of its own: the command line is the one it uses.
-func restartVswitchd(ctx context.Context, t *testing.T, e *env, n *node) time.Time {
-	t.Helper()
-	pidfile := filepath.Join(n.Dir, "ovs-vswitchd.pid")
-	data, err := os.ReadFile(pidfile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil {
-		t.Fatalf("%s: %q", pidfile, data)
-	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	for syscall.Kill(pid, 0) == nil {
-		time.Sleep(10 * time.Millisecond)
-	}
-	name := n.Name + "-ovs-vswitchd-restarted"
-	ctl := filepath.Join(n.Dir, "ovs-vswitchd.ctl")
-	_, err = e.r.Start(harness.ProcSpec{
-		Name: name, Netns: n.Netns, Path: "ovs-vswitchd", Dir: n.Dir,
-		Env: []string{"OVS_RUNDIR=" + n.Dir, "OVS_DBDIR=" + n.Dir, "OVS_SYSCONFDIR=" + n.Dir, "OVS_LOGDIR=" + e.r.LogDir},
-		Args: []string{"--no-chdir", "--pidfile=" + pidfile, "--log-file=" + filepath.Join(e.r.LogDir, name+".log"),
-			"-vsyslog:off", "-vconsole:err", "--unixctl=" + ctl, n.OVSRemote},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitFor(ctx, t, "restarted ovs-vswitchd answering", 30*time.Second, func() error {
-		_, err := n.AppCtl(ctx, "ovs-vswitchd", "version")
-		return err
-	})
-	return time.Now()
 }

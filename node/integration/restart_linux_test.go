@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/ovn-transparent/ovn-transparent/test/probe"
 )
 
 // testAgentRestart: pods connected before the agent dies keep their traffic, an established
@@ -17,13 +19,13 @@ func testAgentRestart(ctx context.Context, t *testing.T, e *env) {
 	y := e.newPod(ctx, t, n2, "y", 50, podOpts{})
 	first := add(ctx, t, rt1, x, "1.1.0")
 	add(ctx, t, rt2, y, "1.1.0")
-	echoServer(t, y.netns, y.ip.Addr().String()+":9090")
+	serve(t, y.netns, &probe.Server{Name: "default/y", Echo: []uint16{9090}})
 	conn, err := dial(ctx, x.netns, y.ip.Addr().String()+":9090")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	if err := exchange(conn, 32<<10); err != nil {
+	if err := probe.Exchange(conn, 32<<10); err != nil {
 		t.Fatal(err)
 	}
 
@@ -33,14 +35,14 @@ func testAgentRestart(ctx context.Context, t *testing.T, e *env) {
 		t.Errorf("STATUS with the agent dead: %v, want code 50", err)
 	}
 	ping(ctx, t, "x -> y with node1's agent dead", x.netns, y.ip.Addr().String())
-	if err := exchange(conn, 32<<10); err != nil {
+	if err := probe.Exchange(conn, 32<<10); err != nil {
 		t.Errorf("established TCP with node1's agent dead: %v", err)
 	}
 	tr := time.Now()
 	e.startAgent(ctx, n1)
 	e.waitReady(ctx)
 	t.Logf("killed agent restarted and ready in %v", time.Since(tr).Round(time.Millisecond))
-	if err := exchange(conn, 32<<10); err != nil {
+	if err := probe.Exchange(conn, 32<<10); err != nil {
 		t.Errorf("established TCP after node1's agent restarted: %v", err)
 	}
 	ping(ctx, t, "x -> y after the restart", x.netns, y.ip.Addr().String())

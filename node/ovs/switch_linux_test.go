@@ -3,9 +3,6 @@ package ovs
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,45 +10,21 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"github.com/ovn-transparent/ovn-transparent/test/harness"
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/ovsdbtest"
 )
 
 // startDB serves an empty Open_vSwitch database (one root row, as `ovs-vsctl init` leaves
 // it) from a temporary directory and returns a helper running ovs-vsctl against it.
+// (ovstest has the same for other packages' tests, but it imports this package.)
 func startDB(t *testing.T) (remote string, vsctl func(args ...string) string) {
 	t.Helper()
-	harness.Require(t, "ovsdb-tool", "ovsdb-server", "ovs-vsctl")
-	dir := t.TempDir()
-	db, sock := filepath.Join(dir, "conf.db"), filepath.Join(dir, "db.sock")
-	if out, err := exec.Command("ovsdb-tool", "create", db, "/usr/share/openvswitch/vswitch.ovsschema").CombinedOutput(); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-	srv := exec.Command("ovsdb-server", db, "--remote=punix:"+sock, "--unixctl="+filepath.Join(dir, "ctl"),
-		"--no-chdir", "-vconsole:off", "-vsyslog:off")
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
-	remote = "unix:" + sock
+	srv := ovsdbtest.Start(t, ovsdbtest.VSwitch)
 	vsctl = func(args ...string) string {
 		t.Helper()
-		out, err := exec.Command("ovs-vsctl", append([]string{"--db=" + remote, "--no-wait", "--timeout=10"}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("ovs-vsctl %v: %v: %s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	for i := 0; ; i++ {
-		if _, err := os.Stat(sock); err == nil {
-			break
-		}
-		if i == 100 {
-			t.Fatal("ovsdb-server did not create its socket")
-		}
-		time.Sleep(20 * time.Millisecond)
+		return srv.Exec(t, "ovs-vsctl", append([]string{"--no-wait", "--timeout=10"}, args...)...)
 	}
 	vsctl("init")
-	return remote, vsctl
+	return srv.Remote, vsctl
 }
 
 func connect(t *testing.T, remote string) *Switch {

@@ -5,17 +5,16 @@ package ovstest
 
 import (
 	"context"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/ovsdbtest"
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/testenv"
 	"github.com/ovn-transparent/ovn-transparent/node/ovs"
-	"github.com/ovn-transparent/ovn-transparent/test/harness"
 )
 
 // DB is an empty Open_vSwitch database (one root row, as `ovs-vsctl init` leaves it).
@@ -24,31 +23,11 @@ type DB struct {
 	Remote string
 }
 
-// Start serves a database from a temporary directory until the test ends.
+// Start serves a database (ovsdbtest's, of the pinned schema) until the test ends.
 func Start(t testing.TB) *DB {
 	t.Helper()
-	harness.Require(t, "ovsdb-tool", "ovsdb-server", "ovs-vsctl")
-	dir := t.TempDir()
-	db, sock := filepath.Join(dir, "conf.db"), filepath.Join(dir, "db.sock")
-	if out, err := exec.Command("ovsdb-tool", "create", db, "/usr/share/openvswitch/vswitch.ovsschema").CombinedOutput(); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-	srv := exec.Command("ovsdb-server", db, "--remote=punix:"+sock, "--unixctl="+filepath.Join(dir, "ctl"),
-		"--no-chdir", "-vconsole:off", "-vsyslog:off")
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
-	d := &DB{t: t, Remote: "unix:" + sock}
-	for i := 0; ; i++ {
-		if _, err := os.Stat(sock); err == nil {
-			break
-		}
-		if i == 100 {
-			t.Fatal("ovsdb-server did not create its socket")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.Require(t, "ovs-vsctl")
+	d := &DB{t: t, Remote: ovsdbtest.Start(t, ovsdbtest.VSwitch).Remote}
 	d.Vsctl("init")
 	return d
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/openflow"
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
 	"github.com/ovn-transparent/ovn-transparent/node/gateway"
 	"github.com/ovn-transparent/ovn-transparent/node/localnat"
 )
@@ -58,13 +59,10 @@ func (n *fakeNAT) get() []localnat.Rule {
 	return n.rules
 }
 
+// eventually is poll.Eventually for this file's conditions, which have no error to report.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
+	poll.Eventually(t, t.Context(), what, 10*time.Second, 20*time.Millisecond, func() (bool, error) { return cond(), nil })
 }
 
 // TestController: Services and EndpointSlices in the API server become the gateway's entry

@@ -5,10 +5,24 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 )
+
+// BinDir returns the directory holding ovnt-master, ovnt-node, ovnt-cni and ovnt-workload:
+// $OVNT_BIN_DIR when set (make sets it to the binaries it has just built), else dir, after
+// building them there. It is the one way tests and benchmarks find the binaries.
+func BinDir(ctx context.Context, dir string) (string, error) {
+	if env := os.Getenv("OVNT_BIN_DIR"); env != "" {
+		return env, nil
+	}
+	if err := BuildBinaries(ctx, dir); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
 
 // BuildBinaries builds ovnt-master, ovnt-node, ovnt-cni and ovnt-workload into dir with the
 // module's own go command (the build cache makes a repeat take a second or two).

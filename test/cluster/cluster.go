@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ovn-transparent/ovn-transparent/images"
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 	"github.com/ovn-transparent/ovn-transparent/test/kubelet"
 )
@@ -73,11 +74,8 @@ func Start(ctx context.Context, r *harness.Run, opts Options) (*Cluster, error) 
 	}
 	c := &Cluster{Run: r, opts: opts, BinDir: opts.BinDir}
 	if c.BinDir == "" {
-		c.BinDir = os.Getenv("OVNT_BIN_DIR")
-	}
-	if c.BinDir == "" {
-		c.BinDir = r.Path("bin")
-		if err := BuildBinaries(ctx, c.BinDir); err != nil {
+		var err error
+		if c.BinDir, err = BinDir(ctx, r.Path("bin")); err != nil {
 			return nil, err
 		}
 	}
@@ -241,7 +239,7 @@ func (c *Cluster) WaitNodesReady(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	for _, n := range c.Nodes {
-		if err := harness.WaitFor(ctx, "node "+n.Name+" Ready", 100*time.Millisecond, func() (bool, error) {
+		if err := poll.Until(ctx, "node "+n.Name+" Ready", 100*time.Millisecond, func() (bool, error) {
 			return c.nodeReady(ctx, n.Name)
 		}); err != nil {
 			return err

@@ -17,8 +17,10 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 	tprobe "github.com/ovn-transparent/ovn-transparent/test/probe"
 )
@@ -61,7 +63,7 @@ func e2ePod(t *testing.T, r *runner, ns, name, node string, labels map[string]st
 		t.Fatal(err)
 	}
 	var got *corev1.Pod
-	if err := harness.WaitFor(ctx, "pod "+ns+"/"+name+" Ready", 50*time.Millisecond, func() (bool, error) {
+	if err := poll.Until(ctx, "pod "+ns+"/"+name+" Ready", 50*time.Millisecond, func() (bool, error) {
 		p, err := r.client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -374,7 +376,7 @@ func TestEgressToLoadBalancerBackend(t *testing.T) {
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress},
 			Egress: []networkingv1.NetworkPolicyEgressRule{{
 				To:    []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "good"}}}},
-				Ports: []networkingv1.NetworkPolicyPort{{Port: ptrIntstr(intstr.FromInt32(8080))}},
+				Ports: []networkingv1.NetworkPolicyPort{{Port: ptr.To(intstr.FromInt32(8080))}},
 			}},
 		},
 	})
@@ -391,5 +393,3 @@ func TestEgressToLoadBalancerBackend(t *testing.T) {
 		}
 	}
 }
-
-func ptrIntstr(v intstr.IntOrString) *intstr.IntOrString { return &v }

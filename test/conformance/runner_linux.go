@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
 	"github.com/ovn-transparent/ovn-transparent/test/cluster"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 	tprobe "github.com/ovn-transparent/ovn-transparent/test/probe"
@@ -129,7 +130,7 @@ func (r *runner) createPod(ctx context.Context, p *probe.Pod) error {
 	}
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	return harness.WaitFor(wctx, "pod "+p.Namespace+"/"+p.Name+" Ready", 50*time.Millisecond, func() (bool, error) {
+	return poll.Until(wctx, "pod "+p.Namespace+"/"+p.Name+" Ready", 50*time.Millisecond, func() (bool, error) {
 		kp, err := r.client.CoreV1().Pods(p.Namespace).Get(wctx, p.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -152,7 +153,7 @@ func (r *runner) deletePod(ctx context.Context, ns, name string) error {
 	}
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	return harness.WaitFor(wctx, "pod "+ns+"/"+name+" gone", 50*time.Millisecond, func() (bool, error) {
+	return poll.Until(wctx, "pod "+ns+"/"+name+" gone", 50*time.Millisecond, func() (bool, error) {
 		_, err := r.client.CoreV1().Pods(ns).Get(wctx, name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
@@ -165,7 +166,7 @@ func (r *runner) deleteNamespace(ctx context.Context, ns string) error {
 	}
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	return harness.WaitFor(wctx, "namespace "+ns+" gone", 100*time.Millisecond, func() (bool, error) {
+	return poll.Until(wctx, "namespace "+ns+" gone", 100*time.Millisecond, func() (bool, error) {
 		_, err := r.client.CoreV1().Namespaces().Get(wctx, ns, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})

@@ -3,7 +3,6 @@
 package deploy
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -23,12 +22,9 @@ import (
 // have the flags of node/config.go.
 func TestManifestsFlags(t *testing.T) {
 	testenv.Integration(t) // builds and runs the binaries: tens of seconds
-	binDir := os.Getenv("OVNT_BIN_DIR")
-	if binDir == "" {
-		binDir = t.TempDir()
-		if err := cluster.BuildBinaries(t.Context(), binDir); err != nil {
-			t.Fatal(err)
-		}
+	binDir, err := cluster.BinDir(t.Context(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
 	all, err := images.Objects()
 	if err != nil {

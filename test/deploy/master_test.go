@@ -4,7 +4,6 @@ package deploy
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/ovn-transparent/ovn-transparent/images"
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
 	"github.com/ovn-transparent/ovn-transparent/master/controller"
 	"github.com/ovn-transparent/ovn-transparent/test/cluster"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
@@ -22,20 +22,19 @@ import (
 
 // TestMasterLeaderElectionAsServiceAccount runs two ovnt-master processes as the master
 // Deployment does: as the ovnt-master ServiceAccount, with leader election on the Lease
-// ovn-transparent/ovnt-master. One leads and serves a node; when it stops, it releases the
-// Lease and the other takes over and serves the next node. The Role's create, get and
-// update of that one Lease are all used (the end-to-end cluster runs one master without
-// leader election). The Warning Events the master writes on bad input are checked too.
+// ovn-transparent/ovnt-master. One leads and serves a node while the other waits; when the
+// first stops (SIGTERM, as at a rollout) it releases the Lease, exits cleanly, and the other
+// takes over and serves the next node. The Role's create, get and update of that one Lease
+// are all used (the end-to-end cluster runs one master without leader election). The
+// Warning Events the master writes on bad input are checked too. (This is the one failover
+// test: it runs the binary as deployed, signals and RBAC included.)
 func TestMasterLeaderElectionAsServiceAccount(t *testing.T) {
 	harness.Require(t, "ovsdb-server", "ovn-northd", "ovn-nbctl", "etcd")
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	binDir := os.Getenv("OVNT_BIN_DIR")
-	if binDir == "" {
-		binDir = t.TempDir()
-		if err := cluster.BuildBinaries(ctx, binDir); err != nil {
-			t.Fatal(err)
-		}
+	binDir, err := cluster.BinDir(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
 	r := harness.NewTestRun(t)
 	central, err := r.StartOVNCentral(ctx)
@@ -70,11 +69,7 @@ func TestMasterLeaderElectionAsServiceAccount(t *testing.T) {
 	client := kube.Client()
 	wait := func(what string, cond func() bool) {
 		t.Helper()
-		wctx, wcancel := context.WithTimeout(ctx, time.Minute)
-		defer wcancel()
-		if err := harness.WaitFor(wctx, what, 100*time.Millisecond, func() (bool, error) { return cond(), nil }); err != nil {
-			t.Fatal(err)
-		}
+		poll.Eventually(t, ctx, what, time.Minute, 100*time.Millisecond, func() (bool, error) { return cond(), nil })
 	}
 	holder := func() string {
 		l, err := client.CoordinationV1().Leases(images.Namespace).Get(ctx, "ovnt-master", metav1.GetOptions{})
@@ -105,8 +100,15 @@ func TestMasterLeaderElectionAsServiceAccount(t *testing.T) {
 
 	b := start("ovnt-master-b")
 	defer b.Stop()
+	time.Sleep(3 * time.Second) // b tries to acquire the held Lease at least once
+	if h := holder(); h != first {
+		t.Fatalf("Lease holder %q, want the first master %q still", h, first)
+	}
 	if err := a.Stop(); err != nil {
 		t.Logf("stopping the first master: %v", err)
+	}
+	if err := a.Err(); err != nil {
+		t.Errorf("the first master on SIGTERM: %v, want a clean exit", err)
 	}
 	wait("the second master leads", func() bool { h := holder(); return h != "" && h != first })
 	createNode("node2")

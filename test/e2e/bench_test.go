@@ -5,16 +5,14 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/ovn-transparent/ovn-transparent/test/harness"
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
+	"github.com/ovn-transparent/ovn-transparent/test/bench/benchutil"
 )
 
 const benchPods = 100
@@ -37,7 +35,7 @@ func BenchmarkPodStartup(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		if err := harness.WaitFor(ctx, "100 pods Ready", 100*time.Millisecond, func() (bool, error) {
+		if err := poll.Until(ctx, "100 pods Ready", 100*time.Millisecond, func() (bool, error) {
 			pods, err := client().CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 			if err != nil {
 				return false, err
@@ -54,15 +52,15 @@ func BenchmarkPodStartup(b *testing.B) {
 		}
 		elapsed := time.Since(start)
 		adds := node.Kubelet.AddLatencies()[before:]
-		slices.Sort(adds)
-		rss, hwm := procMemory(cl.MasterPID())
-		b.ReportMetric(float64(pct(adds, 50).Microseconds())/1000, "add-p50-ms")
-		b.ReportMetric(float64(pct(adds, 99).Microseconds())/1000, "add-p99-ms")
+		p := benchutil.Percentiles(adds, 50, 99, 100)
+		mem := benchutil.ProcMem(b, cl.MasterPID())
+		b.ReportMetric(float64(p[0].Microseconds())/1000, "add-p50-ms")
+		b.ReportMetric(float64(p[1].Microseconds())/1000, "add-p99-ms")
 		b.ReportMetric(benchPods/elapsed.Seconds(), "pods/s")
-		b.ReportMetric(float64(rss)/1024, "master-rss-MiB")
-		b.ReportMetric(float64(hwm)/1024, "master-peak-MiB")
-		b.Logf("%d pods on %s Ready in %s; %d ADDs, p50 %s, p99 %s, max %s; master RSS %d KiB (peak %d KiB)",
-			benchPods, node.Name, elapsed.Round(time.Millisecond), len(adds), pct(adds, 50), pct(adds, 99), adds[len(adds)-1], rss, hwm)
+		b.ReportMetric(float64(mem.RSS)/(1<<20), "master-rss-MiB")
+		b.ReportMetric(float64(mem.Peak)/(1<<20), "master-peak-MiB")
+		b.Logf("%d pods on %s Ready in %s; %d ADDs, p50 %s, p99 %s, max %s; master memory %s",
+			benchPods, node.Name, elapsed.Round(time.Millisecond), len(adds), p[0], p[1], p[2], mem)
 		client().CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
 		cancel()
 	}
@@ -75,31 +73,4 @@ func isReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-// pct is the q-th percentile of sorted durations (nearest rank).
-func pct(sorted []time.Duration, q int) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := (len(sorted)*q + 99) / 100
-	return sorted[max(i-1, 0)]
-}
-
-// procMemory returns a process's resident and peak resident memory in KiB.
-func procMemory(pid int) (rss, hwm int64) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		var v int64
-		if _, err := fmt.Sscanf(line, "VmRSS: %d kB", &v); err == nil {
-			rss = v
-		}
-		if _, err := fmt.Sscanf(line, "VmHWM: %d kB", &v); err == nil {
-			hwm = v
-		}
-	}
-	return rss, hwm
 }

@@ -13,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
 	"github.com/ovn-transparent/ovn-transparent/master/nb"
-	"github.com/ovn-transparent/ovn-transparent/test/harness"
 )
 
 func waitNoRows(t *testing.T, kind nb.Kind, name string) {
@@ -22,7 +22,7 @@ func waitNoRows(t *testing.T, kind nb.Kind, name string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var rows []nbRow
-	if err := harness.WaitFor(ctx, "no NB rows of "+string(kind)+" "+name, 100*time.Millisecond, func() (bool, error) {
+	if err := poll.Until(ctx, "no NB rows of "+string(kind)+" "+name, 100*time.Millisecond, func() (bool, error) {
 		rows = rowsOwnedBy(t, kind, name)
 		return len(rows) == 0, nil
 	}); err != nil {
@@ -141,7 +141,7 @@ func TestNodeDeleted(t *testing.T) {
 	}
 	defer client().CoreV1().Nodes().Delete(context.Background(), fresh.Name, metav1.DeleteOptions{})
 	var got string
-	if err := harness.WaitFor(ctx, "a subnet for node-fresh", 100*time.Millisecond, func() (bool, error) {
+	if err := poll.Until(ctx, "a subnet for node-fresh", 100*time.Millisecond, func() (bool, error) {
 		n, err := client().CoreV1().Nodes().Get(ctx, fresh.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err

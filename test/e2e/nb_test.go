@@ -12,8 +12,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
 	"github.com/ovn-transparent/ovn-transparent/master/nb"
-	"github.com/ovn-transparent/ovn-transparent/test/harness"
 )
 
 // nbRow is one Northbound row the master owns, as ovn-nbctl lists it.
@@ -71,7 +71,7 @@ func checkNBConsistent(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	var problems []string
-	harness.WaitFor(ctx, "a consistent NB", 200*time.Millisecond, func() (bool, error) {
+	poll.Until(ctx, "a consistent NB", 200*time.Millisecond, func() (bool, error) {
 		problems = nbProblems(t, ctx)
 		return len(problems) == 0, nil
 	})

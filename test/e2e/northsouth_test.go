@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 	"github.com/ovn-transparent/ovn-transparent/test/probe"
 )
@@ -48,7 +49,7 @@ func TestPodToExternal(t *testing.T) {
 	t.Run("ping external host", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		if err := harness.WaitFor(ctx, "ping from a pod to the external host", 200*time.Millisecond, func() (bool, error) {
+		if err := poll.Until(ctx, "ping from a pod to the external host", 200*time.Millisecond, func() (bool, error) {
 			_, err := harness.Exec(ctx, podNetns(t, a), "ping", "-c1", "-W1", cl.External.IP)
 			return err == nil, err
 		}); err != nil {

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 	"github.com/ovn-transparent/ovn-transparent/test/probe"
 )
@@ -77,7 +78,7 @@ func startPod(t *testing.T, pod *corev1.Pod) *corev1.Pod {
 func waitPodReady(t *testing.T, ctx context.Context, ns, name string) *corev1.Pod {
 	t.Helper()
 	var got *corev1.Pod
-	err := harness.WaitFor(ctx, "pod "+ns+"/"+name+" Ready", 50*time.Millisecond, func() (bool, error) {
+	err := poll.Until(ctx, "pod "+ns+"/"+name+" Ready", 50*time.Millisecond, func() (bool, error) {
 		p, err := client().CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -108,7 +109,7 @@ func deletePod(t *testing.T, ns, name string) {
 	if err := client().CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := harness.WaitFor(ctx, "pod "+ns+"/"+name+" gone", 50*time.Millisecond, func() (bool, error) {
+	if err := poll.Until(ctx, "pod "+ns+"/"+name+" gone", 50*time.Millisecond, func() (bool, error) {
 		_, err := client().CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	}); err != nil {
@@ -171,7 +172,7 @@ func expectAnswerPorts(t *testing.T, from, ip string, tcp, udp int, wantName str
 		}
 		addr := netip.AddrPortFrom(netip.MustParseAddr(ip), uint16(port)).String()
 		var line string
-		err := harness.WaitFor(ctx, proto+" "+addr+" from "+from, 200*time.Millisecond, func() (bool, error) {
+		err := poll.Until(ctx, proto+" "+addr+" from "+from, 200*time.Millisecond, func() (bool, error) {
 			var err error
 			c, cancel := context.WithTimeout(ctx, 3*time.Second)
 			defer cancel()

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 	"github.com/ovn-transparent/ovn-transparent/test/probe"
 )
@@ -293,7 +294,7 @@ func warmUp(t *testing.T, from string, addr netip.AddrPort) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var got string
-	err := harness.WaitFor(ctx, fmt.Sprintf("an answer from %s (affinity warm-up)", addr), 10*time.Millisecond, func() (bool, error) {
+	err := poll.Until(ctx, fmt.Sprintf("an answer from %s (affinity warm-up)", addr), 10*time.Millisecond, func() (bool, error) {
 		c, cancel := context.WithTimeout(ctx, time.Second)
 		defer cancel()
 		line, err := probeOnce(c, from, tcp, addr)
@@ -351,7 +352,7 @@ func expectHealth(t *testing.T, ip string, port int32, code int, ns, name string
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	url := fmt.Sprintf("http://%s:%d/", ip, port)
-	err := harness.WaitFor(ctx, "health check "+url, 200*time.Millisecond, func() (bool, error) {
+	err := poll.Until(ctx, "health check "+url, 200*time.Millisecond, func() (bool, error) {
 		var status int
 		var body []byte
 		// http.Client dials in goroutines of its own, outside the namespace: dial here and

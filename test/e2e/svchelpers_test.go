@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
 	"github.com/ovn-transparent/ovn-transparent/master/nb"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 	"github.com/ovn-transparent/ovn-transparent/test/probe"
@@ -139,7 +140,7 @@ func waitAnswer(t *testing.T, from, proto string, addr netip.AddrPort, want ...s
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var got answer
-	err := harness.WaitFor(ctx, fmt.Sprintf("%s %s from %s answered by %v", proto, addr, from, want), 200*time.Millisecond, func() (bool, error) {
+	err := poll.Until(ctx, fmt.Sprintf("%s %s from %s answered by %v", proto, addr, from, want), 200*time.Millisecond, func() (bool, error) {
 		c, cancel := context.WithTimeout(ctx, 3*time.Second)
 		defer cancel()
 		line, err := probeOnce(c, from, proto, addr)
@@ -192,7 +193,7 @@ func expectSpread(t *testing.T, from, proto string, addr netip.AddrPort, want ..
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	seen := map[string]bool{}
-	err := harness.WaitFor(ctx, fmt.Sprintf("%s %s from %s answered by each of %v", proto, addr, from, want), 50*time.Millisecond, func() (bool, error) {
+	err := poll.Until(ctx, fmt.Sprintf("%s %s from %s answered by each of %v", proto, addr, from, want), 50*time.Millisecond, func() (bool, error) {
 		c, cancel := context.WithTimeout(ctx, 3*time.Second)
 		defer cancel()
 		line, err := probeOnce(c, from, proto, addr)
@@ -233,7 +234,7 @@ func expectRefused(t *testing.T, from string, addr netip.AddrPort) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	err := harness.WaitFor(ctx, fmt.Sprintf("TCP %s from %s refused", addr, from), 200*time.Millisecond, func() (bool, error) {
+	err := poll.Until(ctx, fmt.Sprintf("TCP %s from %s refused", addr, from), 200*time.Millisecond, func() (bool, error) {
 		c, cancel := context.WithTimeout(ctx, 3*time.Second)
 		defer cancel()
 		line, err := probeOnce(c, from, "tcp", addr)
@@ -288,7 +289,7 @@ func waitLBs(t *testing.T, ns, name, what string, ok func([]lbRow) bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var rows []lbRow
-	err := harness.WaitFor(ctx, "load balancers of "+ns+"/"+name+": "+what, 200*time.Millisecond, func() (bool, error) {
+	err := poll.Until(ctx, "load balancers of "+ns+"/"+name+": "+what, 200*time.Millisecond, func() (bool, error) {
 		rows = serviceLBs(t, ns, name)
 		return ok(rows), nil
 	})

@@ -22,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
 )
 
 // startKubeRun starts a run with a control plane; the run is closed when the test ends (and
@@ -37,16 +39,7 @@ func startKubeRun(t *testing.T, opts KubeOptions) (*Run, *Kube) {
 		t.Fatal(err)
 	}
 	t.Logf("EnsureKubeBinaries: %s", time.Since(start))
-	r, err := NewRun(Options{Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			r.MarkFailed()
-		}
-		r.Close()
-	})
+	r := NewTestRun(t)
 	opts.BinDir = bin
 	start = time.Now()
 	k, err := r.StartKube(ctx, opts)
@@ -118,7 +111,7 @@ func TestKubeControlPlane(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	if err := WaitFor(ctx, "scheduler to bind web-0", 100*time.Millisecond, func() (bool, error) {
+	if err := poll.Until(ctx, "scheduler to bind web-0", 100*time.Millisecond, func() (bool, error) {
 		pod, err = c.CoreV1().Pods("default").Get(ctx, "web-0", metav1.GetOptions{})
 		return err == nil && pod.Spec.NodeName != "", err
 	}); err != nil {
@@ -164,7 +157,7 @@ func TestKubeControlPlane(t *testing.T) {
 	}
 	start = time.Now()
 	var got []string
-	if err := WaitFor(ctx, "EndpointSlice of web with "+podIP, 100*time.Millisecond, func() (bool, error) {
+	if err := poll.Until(ctx, "EndpointSlice of web with "+podIP, 100*time.Millisecond, func() (bool, error) {
 		list, err := c.DiscoveryV1().EndpointSlices("default").List(ctx, metav1.ListOptions{
 			LabelSelector: discoveryv1.LabelServiceName + "=web",
 		})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/ovsdb"
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
 	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
 )
 
@@ -59,14 +60,12 @@ func TestGeneratedModelsWriteToRealNB(t *testing.T) {
 	}
 
 	// The client's own cache has the rows (the monitor echoed them back).
-	if err := WaitFor(ctx, "the switch in the client cache", 20*time.Millisecond, func() (bool, error) {
+	poll.Eventually(t, ctx, "the switch in the client cache", 0, 20*time.Millisecond, func() (bool, error) {
 		// Logical_Switch has no index on name in the schema, so look it up by predicate.
 		var got []nbdb.LogicalSwitch
 		err := c.WhereCache(func(ls *nbdb.LogicalSwitch) bool { return ls.Name == "node1" }).List(ctx, &got)
 		return err == nil && len(got) == 1 && len(got[0].Ports) == 1, err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	})
 
 	show, err := central.NBCtl(ctx, "show")
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -87,25 +86,4 @@ func InNetns(netns string, fn func() error) error {
 	}
 	runtime.UnlockOSThread()
 	return ferr
-}
-
-// WaitFor polls cond every interval until it returns true, an error, or ctx ends; on timeout
-// the last error from cond (if any) is reported with what.
-func WaitFor(ctx context.Context, what string, interval time.Duration, cond func() (bool, error)) error {
-	var last error
-	for {
-		ok, err := cond()
-		if ok {
-			return nil
-		}
-		last = err
-		select {
-		case <-ctx.Done():
-			if last != nil {
-				return fmt.Errorf("waiting for %s: %w (last: %v)", what, ctx.Err(), last)
-			}
-			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
-		case <-time.After(interval):
-		}
-	}
 }

@@ -287,10 +287,7 @@ func (r *Run) StartNode(ctx context.Context, name string, opts NodeOptions) (*No
 	}
 	// In the node's namespace: the userspace datapath creates its bridges' internal ports
 	// as tap devices in the namespace of ovs-vswitchd, and opens its system ports there.
-	n.vswitchd, err = r.startDaemon(ctx, ovsDaemon{
-		name: name + "-ovs-vswitchd", bin: "ovs-vswitchd", netns: n.Netns, dir: n.Dir,
-		args: []string{n.OVSRemote},
-	})
+	n.vswitchd, err = r.startDaemon(ctx, n.vswitchdDaemon())
 	if err != nil {
 		return nil, err
 	}
@@ -307,6 +304,66 @@ func (r *Run) StartNode(ctx context.Context, name string, opts NodeOptions) (*No
 	}
 	success = true
 	return n, nil
+}
+
+// vswitchdDaemon is the node's ovs-vswitchd. It is ready once it answers on its control
+// socket and every bridge of the database accepts OpenFlow connections on its management
+// socket: ovs-vswitchd answers ovs-appctl before it has read the database and made the
+// bridges, and until then a restarted one's <bridge>.mgmt is its predecessor's file, which
+// refuses connections (ovs-ofctl: "Connection refused"). A fresh database has no bridges.
+func (n *Node) vswitchdDaemon() ovsDaemon {
+	d := ovsDaemon{
+		name: n.Name + "-ovs-vswitchd", bin: "ovs-vswitchd", netns: n.Netns, dir: n.Dir,
+		args: []string{n.OVSRemote},
+	}
+	d.ready = func(ctx context.Context) error {
+		if _, err := ovsCtl(ctx, nil, "ovs-appctl", "--timeout=5", "-t", d.ctlPath(0), "version"); err != nil {
+			return err
+		}
+		bridges, err := n.VSCtl(ctx, "list-br")
+		if err != nil {
+			return err
+		}
+		for _, br := range strings.Fields(bridges) {
+			// An OpenFlow handshake, not a bare connect: ovs-vswitchd logs a warning for
+			// every connection that closes before it has said hello.
+			if _, err := n.OFCtl(ctx, "--timeout=5", "-O", ofProtocols, "probe", br); err != nil {
+				return fmt.Errorf("bridge %s: management socket: %w", br, err)
+			}
+		}
+		return nil
+	}
+	return d
+}
+
+// ofProtocols are the OpenFlow versions ovs-ofctl offers when it probes a bridge: all of
+// them, since a bridge may allow only some.
+const ofProtocols = "OpenFlow10,OpenFlow11,OpenFlow12,OpenFlow13,OpenFlow14,OpenFlow15"
+
+// RestartVSwitchd kills the node's ovs-vswitchd as a crash would (SIGKILL) and starts another
+// on the same database, run directory and namespace, with the same command line. It returns
+// once the new one is ready as at StartNode, its bridges' management sockets included; the
+// bridges come back from the database without flows, and their OpenFlow port numbers may
+// change.
+func (n *Node) RestartVSwitchd(ctx context.Context) error {
+	n.mu.Lock()
+	if n.stopped {
+		n.mu.Unlock()
+		return fmt.Errorf("harness: node %s is stopped", n.Name)
+	}
+	old := n.vswitchd
+	n.mu.Unlock()
+	if old != nil {
+		old.Kill()
+	}
+	p, err := n.run.startDaemon(ctx, n.vswitchdDaemon())
+	if err != nil {
+		return err
+	}
+	n.mu.Lock()
+	n.vswitchd = p
+	n.mu.Unlock()
+	return nil
 }
 
 // setupChassis creates br-int and br-phy and moves the node IP onto br-phy.

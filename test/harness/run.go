@@ -37,6 +37,9 @@ import (
 // Prefix starts the name of every network namespace and run directory a harness creates.
 const Prefix = "ovnt-"
 
+// keepLogsEnv, when set, keeps every run's logs, also of runs that passed.
+const keepLogsEnv = "OVNT_KEEP_LOGS"
+
 // markerEnv is set in the environment of every process a run starts; the reaper and the stale
 // sweep find a run's processes by it, which is safe against PID reuse.
 const markerEnv = "OVNT_HARNESS_RUN"
@@ -49,6 +52,7 @@ type Options struct {
 	// Logf receives progress lines; default discards them.
 	Logf func(format string, args ...any)
 	// KeepLogs keeps the log directory after a successful Close (always kept on failure).
+	// OVNT_KEEP_LOGS=1 in the environment sets it for every run.
 	KeepLogs bool
 }
 
@@ -86,6 +90,9 @@ func NewRun(opts Options) (*Run, error) {
 	}
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}
+	}
+	if os.Getenv(keepLogsEnv) != "" {
+		opts.KeepLogs = true
 	}
 	if os.Geteuid() != 0 {
 		return nil, errors.New("harness: must run as root (network namespaces, OVS)")

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
 )
 
 func netnsExists(name string) bool {
@@ -22,6 +24,7 @@ func netnsExists(name string) bool {
 
 func TestRunCloseRemovesEverything(t *testing.T) {
 	Require(t, "ip", "sleep")
+	t.Setenv(keepLogsEnv, "") // this test is about what a passing run leaves: nothing
 	r, err := NewRun(Options{Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
@@ -78,14 +81,11 @@ func TestFailedRunKeepsLogs(t *testing.T) {
 	}
 	_ = p
 	log := filepath.Join(r.LogDir, "talker.out")
-	err = WaitFor(context.Background(), "talker output", 50*time.Millisecond, func() (bool, error) {
+	t.Cleanup(func() { r.Close() }) // a no-op once the test has closed it
+	poll.Eventually(t, context.Background(), "talker output", 0, 50*time.Millisecond, func() (bool, error) {
 		b, err := os.ReadFile(log)
 		return strings.Contains(string(b), "\nhello-from-42\n"), err
 	})
-	if err != nil {
-		r.Close()
-		t.Fatal(err)
-	}
 	r.MarkFailed()
 	r.Close()
 	defer os.RemoveAll(r.Dir)
@@ -96,6 +96,28 @@ func TestFailedRunKeepsLogs(t *testing.T) {
 	entries, _ := os.ReadDir(r.Dir)
 	if len(entries) != 1 {
 		t.Errorf("failed run dir should hold only logs/, has %d entries", len(entries))
+	}
+}
+
+// TestKeepLogsFromEnvironment: OVNT_KEEP_LOGS keeps a passing run's logs, whoever made the
+// run; no caller reads the variable itself.
+func TestKeepLogsFromEnvironment(t *testing.T) {
+	Require(t, "sh")
+	t.Setenv(keepLogsEnv, "1")
+	r, err := NewRun(Options{Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(r.Dir)
+	if err := os.WriteFile(filepath.Join(r.LogDir, "note.log"), []byte("kept\n"), 0o644); err != nil {
+		r.Close()
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(r.LogDir, "note.log")); err != nil || string(b) != "kept\n" {
+		t.Errorf("log of a passing run with %s=1: %v %q", keepLogsEnv, err, b)
 	}
 }
 
@@ -132,13 +154,9 @@ func TestKilledRunIsReaped(t *testing.T) {
 	cmd.Process.Kill()
 	cmd.Wait()
 	defer os.RemoveAll(dir) // the reaper keeps a killed run's logs
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := WaitFor(ctx, "reaper to remove "+ns+" and kill its daemon", 100*time.Millisecond, func() (bool, error) {
+	poll.Eventually(t, context.Background(), "reaper to remove "+ns+" and kill its daemon", 10*time.Second, 100*time.Millisecond, func() (bool, error) {
 		return !netnsExists(ns) && syscall.Kill(pid, 0) != nil, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	})
 }
 
 // TestMain runs the victim instead of the tests when TestKilledRunIsReaped re-executes the

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 	"github.com/ovn-transparent/ovn-transparent/test/kubelet"
 	"github.com/ovn-transparent/ovn-transparent/test/probe"
@@ -136,14 +137,12 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
-func waitFor(t *testing.T, ctx context.Context, what string, cond func() (bool, error)) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, 45*time.Second)
-	defer cancel()
-	if err := harness.WaitFor(ctx, what, 20*time.Millisecond, cond); err != nil {
-		t.Fatal(err)
-	}
-}
+// The kubelet tests' patience: every wait here is for something the kubelet does on its own
+// within seconds.
+const (
+	waitTimeout  = 45 * time.Second
+	waitInterval = 20 * time.Millisecond
+)
 
 // createReady creates pod and waits until it is Ready; it returns the pod and how long that
 // took from the create call.
@@ -154,7 +153,7 @@ func createReady(t *testing.T, ctx context.Context, c kubernetes.Interface, pod 
 		t.Fatal(err)
 	}
 	var got *corev1.Pod
-	waitFor(t, ctx, "pod "+pod.Name+" Ready", func() (bool, error) {
+	poll.Eventually(t, ctx, "pod "+pod.Name+" Ready", waitTimeout, waitInterval, func() (bool, error) {
 		var err error
 		got, err = c.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 		return err == nil && podReady(got), err
@@ -164,7 +163,7 @@ func createReady(t *testing.T, ctx context.Context, c kubernetes.Interface, pod 
 
 func waitPodGone(t *testing.T, ctx context.Context, c kubernetes.Interface, name string) {
 	t.Helper()
-	waitFor(t, ctx, "pod "+name+" gone", func() (bool, error) {
+	poll.Eventually(t, ctx, "pod "+name+" gone", waitTimeout, waitInterval, func() (bool, error) {
 		_, err := c.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
@@ -182,7 +181,7 @@ func deleteAndWait(t *testing.T, ctx context.Context, c kubernetes.Interface, na
 func waitEvent(t *testing.T, ctx context.Context, c kubernetes.Interface, pod, reason, contains string) corev1.Event {
 	t.Helper()
 	var found corev1.Event
-	waitFor(t, ctx, reason+" event for "+pod, func() (bool, error) {
+	poll.Eventually(t, ctx, reason+" event for "+pod, waitTimeout, waitInterval, func() (bool, error) {
 		evs, err := c.CoreV1().Events("default").List(ctx, metav1.ListOptions{
 			FieldSelector: "involvedObject.name=" + pod + ",reason=" + reason})
 		if err != nil {
@@ -215,7 +214,7 @@ func nodeReadyCondition(t *testing.T, ctx context.Context, c kubernetes.Interfac
 
 func waitNodeReady(t *testing.T, ctx context.Context, c kubernetes.Interface, name string, want corev1.ConditionStatus, msg string) {
 	t.Helper()
-	waitFor(t, ctx, "node "+name+" Ready="+string(want), func() (bool, error) {
+	poll.Eventually(t, ctx, "node "+name+" Ready="+string(want), waitTimeout, waitInterval, func() (bool, error) {
 		cond := nodeReadyCondition(t, ctx, c, name)
 		return cond.Status == want && strings.Contains(cond.Message, msg), nil
 	})

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 	"github.com/ovn-transparent/ovn-transparent/test/kubelet"
 	"github.com/ovn-transparent/ovn-transparent/test/probe"
@@ -150,7 +151,7 @@ func TestKubelet(t *testing.T) {
 		}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, ctx, "ready endpoint "+podIP, func() (bool, error) {
+		poll.Eventually(t, ctx, "ready endpoint "+podIP, waitTimeout, waitInterval, func() (bool, error) {
 			slices, err := c.DiscoveryV1().EndpointSlices("default").List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=web"})
 			if err != nil {
 				return false, err
@@ -205,7 +206,7 @@ func TestKubelet(t *testing.T) {
 		// The kubelet retries with back-off; once ADD works the pod runs.
 		n1.setFailure(t, "fail-add", "")
 		fixed := time.Now()
-		waitFor(t, ctx, "broken Ready after the failure is gone", func() (bool, error) {
+		poll.Eventually(t, ctx, "broken Ready after the failure is gone", waitTimeout, waitInterval, func() (bool, error) {
 			p, err := c.CoreV1().Pods("default").Get(ctx, "broken", metav1.GetOptions{})
 			return err == nil && podReady(p), err
 		})
@@ -229,7 +230,7 @@ func TestKubelet(t *testing.T) {
 		}
 		n2.setFailure(t, "fail-status", "")
 		waitNodeReady(t, ctx, c, "node2", corev1.ConditionTrue, "")
-		waitFor(t, ctx, "waiting Ready", func() (bool, error) {
+		poll.Eventually(t, ctx, "waiting Ready", waitTimeout, waitInterval, func() (bool, error) {
 			p, err := c.CoreV1().Pods("default").Get(ctx, "waiting", metav1.GetOptions{})
 			return err == nil && podReady(p), err
 		})
@@ -282,7 +283,7 @@ func TestKubelet(t *testing.T) {
 		if err := c.CoreV1().Pods("default").Delete(ctx, "force", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, ctx, "DEL and netns removal of force", func() (bool, error) {
+		poll.Eventually(t, ctx, "DEL and netns removal of force", waitTimeout, waitInterval, func() (bool, error) {
 			return callWith(n1.podCalls(t, "force"), "DEL", cid) && !netnsExists(netns), nil
 		})
 	})
@@ -293,7 +294,7 @@ func TestKubelet(t *testing.T) {
 		if _, err := harness.Exec(ctx, "", "sh", "-c", "ip netns pids "+netns+" | xargs -r kill -9"); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, ctx, "crashy restarted", func() (bool, error) {
+		poll.Eventually(t, ctx, "crashy restarted", waitTimeout, waitInterval, func() (bool, error) {
 			p, err := c.CoreV1().Pods("default").Get(ctx, "crashy", metav1.GetOptions{})
 			return err == nil && podReady(p) && p.Status.ContainerStatuses[0].RestartCount == 1, err
 		})
@@ -320,7 +321,7 @@ func TestKubelet(t *testing.T) {
 			t.Errorf("no GC from the new kubelet: %+v", calls[before:])
 		}
 		var pod *corev1.Pod
-		waitFor(t, ctx, "survivor with a new sandbox", func() (bool, error) {
+		poll.Eventually(t, ctx, "survivor with a new sandbox", waitTimeout, waitInterval, func() (bool, error) {
 			var err error
 			pod, err = c.CoreV1().Pods("default").Get(ctx, "survivor", metav1.GetOptions{})
 			return err == nil && podReady(pod) && pod.Status.PodIP != old.Status.PodIP, err

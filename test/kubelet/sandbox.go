@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 )
 
@@ -161,7 +162,7 @@ func (k *Kubelet) startWorkload(ctx context.Context, pod *corev1.Pod, sb *sandbo
 	}()
 	waitCtx, cancel := context.WithTimeout(ctx, workloadReadyTimeout)
 	defer cancel()
-	err = harness.WaitFor(waitCtx, "workload of "+sb.key+" to bind its ports", 10*time.Millisecond, func() (bool, error) {
+	err = poll.Until(waitCtx, "workload of "+sb.key+" to bind its ports", 10*time.Millisecond, func() (bool, error) {
 		select {
 		case <-p.Done():
 			return false, fmt.Errorf("workload exited: %v (log %s.out)", p.Err(), p.Spec.Name)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 	"github.com/ovn-transparent/ovn-transparent/test/probe"
 )
@@ -149,7 +150,7 @@ func startWorkload(t *testing.T, r *harness.Run, netns, bin, ready, name string,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err = harness.WaitFor(ctx, name+" ready", 10*time.Millisecond, func() (bool, error) {
+	err = poll.Until(ctx, name+" ready", 10*time.Millisecond, func() (bool, error) {
 		select {
 		case <-p.Done():
 			return false, p.Err()

@@ -11,10 +11,12 @@ import (
 
 // Server answers probes, as the pod workload: Line(Name, client) on every TCP connection and
 // every UDP datagram to one of its ports, and an INIT-ACK carrying that line in its state
-// cookie on every SCTP INIT to one of its SCTP ports.
+// cookie on every SCTP INIT to one of its SCTP ports. Its Echo ports (TCP) send back whatever
+// they receive (see Exchange).
 type Server struct {
 	Name           string
 	TCP, UDP, SCTP []uint16
+	Echo           []uint16
 	// Logf, if set, gets one line per answer.
 	Logf func(format string, args ...any)
 
@@ -46,6 +48,13 @@ func (s *Server) Start() error {
 			return fail(fmt.Errorf("probe: %w", err))
 		}
 		servers = append(servers, &tcpServer{ln: ln, s: s})
+	}
+	for _, p := range s.Echo {
+		ln, err := net.Listen("tcp", ":"+strconv.Itoa(int(p)))
+		if err != nil {
+			return fail(fmt.Errorf("probe: echo: %w", err))
+		}
+		servers = append(servers, &echoServer{ln: ln, conns: map[net.Conn]struct{}{}})
 	}
 	for _, p := range s.UDP {
 		srv, err := listenUDP(p, s)

@@ -5,12 +5,15 @@
 package kubetest
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -106,19 +109,15 @@ func (r *Recorder) WaitEvent(tb testing.TB, object, reason string) Event {
 // a broken controller fails the test rather than the package's time limit.
 const Timeout = 20 * time.Second
 
-// Eventually polls cond until it holds and fails the test after Timeout with what and the
-// last state cond described.
+// Eventually polls cond (poll.Eventually) until it holds and fails the test after Timeout
+// with what and the last state cond described.
 func Eventually(tb testing.TB, what string, cond func() (bool, string)) {
 	tb.Helper()
-	deadline := time.Now().Add(Timeout)
-	for {
+	poll.Eventually(tb, context.Background(), what, Timeout, 20*time.Millisecond, func() (bool, error) {
 		ok, state := cond()
 		if ok {
-			return
+			return true, nil
 		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out waiting for %s; last seen: %s", what, strings.TrimSpace(state))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false, errors.New(strings.TrimSpace(state))
+	})
 }

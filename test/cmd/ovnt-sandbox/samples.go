@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
 	"github.com/ovn-transparent/ovn-transparent/test/cluster"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 	"github.com/ovn-transparent/ovn-transparent/test/probe"
@@ -106,7 +107,7 @@ func createSamples(ctx context.Context, c *cluster.Cluster) error {
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	for _, s := range samples {
-		if err := harness.WaitFor(wctx, "sample pod "+s.namespace+"/"+s.name+" Ready", 100*time.Millisecond, func() (bool, error) {
+		if err := poll.Until(wctx, "sample pod "+s.namespace+"/"+s.name+" Ready", 100*time.Millisecond, func() (bool, error) {
 			p, err := cs.CoreV1().Pods(s.namespace).Get(wctx, s.name, metav1.GetOptions{})
 			return err == nil && podReady(p), err
 		}); err != nil {
@@ -239,7 +240,7 @@ func serviceConnectivity(ctx context.Context, cs kubernetes.Interface, s state, 
 		var line string
 		wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()
-		err := harness.WaitFor(wctx, addr, 500*time.Millisecond, func() (bool, error) {
+		err := poll.Until(wctx, addr, 500*time.Millisecond, func() (bool, error) {
 			var err error
 			line, err = probeFrom(wctx, netns, addr, 3*time.Second)
 			return err == nil, err

@@ -1,9 +1,9 @@
 //go:build linux
 
-// Package npbench measures ovnt-master's NetworkPolicy work against a real Northbound
+// Package netpol measures ovnt-master's NetworkPolicy work against a real Northbound
 // database and API server, without a data plane: 500 namespaces x 20 pods x 5 policies.
 // It prints figures; nothing asserts a time. Run it with `make bench-netpol`.
-package npbench
+package netpol
 
 import (
 	"context"
@@ -11,16 +11,11 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/ovn-org/libovsdb/client"
 	"github.com/ovn-org/libovsdb/model"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -30,10 +25,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
-	"github.com/ovn-transparent/ovn-transparent/internal/ovsdb"
-	"github.com/ovn-transparent/ovn-transparent/master/netpol"
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
+	masternetpol "github.com/ovn-transparent/ovn-transparent/master/netpol"
 	"github.com/ovn-transparent/ovn-transparent/master/topology"
 	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
+	"github.com/ovn-transparent/ovn-transparent/test/bench/benchutil"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 )
 
@@ -50,105 +46,19 @@ var apps = []string{"frontend", "backend", "db", "web"}
 
 func nsName(i int) string { return fmt.Sprintf("bench-%03d", i) }
 
-// nbWatch is the benchmark's own NB client: it counts row changes and remembers when the
-// last one happened.
-type nbWatch struct {
-	c       client.Client
-	changes atomic.Int64
-	mu      sync.Mutex
-	probe   func(table string, m model.Model) bool
-	hit     chan time.Time
-	last    atomic.Int64 // unix nanoseconds
-}
+// policyTables are the tables the master's NetworkPolicy work writes; the cold convergence
+// ends with their last change (ovn-northd keeps writing the pod ports' up column meanwhile).
+var policyTables = []string{nbdb.ACLTable, nbdb.PortGroupTable, nbdb.AddressSetTable}
 
-// touch counts a change to a row of table; last follows the policy tables only (ovn-northd
-// keeps writing the pod ports' up column meanwhile).
-func (w *nbWatch) touch(table string) {
-	w.changes.Add(1)
-	if table == nbdb.ACLTable || table == nbdb.PortGroupTable || table == nbdb.AddressSetTable {
-		w.last.Store(time.Now().UnixNano())
-	}
-}
-
-func (w *nbWatch) OnAdd(t string, m model.Model)       { w.touch(t); w.check(t, m) }
-func (w *nbWatch) OnUpdate(t string, _, m model.Model) { w.touch(t); w.check(t, m) }
-func (w *nbWatch) OnDelete(t string, _ model.Model)    { w.touch(t) }
-
-// expect arms a probe: the first row added or updated that satisfies it sends the time it
-// arrived on the returned channel. Event-driven, so that measuring costs the master no CPU.
-func (w *nbWatch) expect(probe func(table string, m model.Model) bool) <-chan time.Time {
-	ch := make(chan time.Time, 1)
-	w.mu.Lock()
-	w.probe, w.hit = probe, ch
-	w.mu.Unlock()
-	return ch
-}
-
-func (w *nbWatch) check(t string, m model.Model) {
-	now := time.Now()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.probe != nil && w.probe(t, m) {
-		w.hit <- now
-		w.probe = nil
-	}
-}
-
-func await(ctx context.Context, b *testing.B, what string, ch <-chan time.Time) time.Time {
-	select {
-	case t := <-ch:
-		return t
-	case <-time.After(time.Minute):
-		b.Fatalf("%s: not seen in a minute", what)
-	case <-ctx.Done():
-		b.Fatal(ctx.Err())
-	}
-	return time.Time{}
-}
-
-func (w *nbWatch) count(ctx context.Context, m any) int {
-	var n int
-	if err := w.c.List(ctx, m); err == nil {
-		switch s := m.(type) {
-		case *[]nbdb.ACL:
-			n = len(*s)
-		case *[]nbdb.PortGroup:
-			n = len(*s)
-		case *[]nbdb.AddressSet:
-			n = len(*s)
-		case *[]nbdb.LogicalSwitchPort:
-			n = len(*s)
-		}
-	}
-	return n
-}
-
-// waitUntil polls cond every interval; it returns the time cond first held.
-func waitUntil(ctx context.Context, b *testing.B, what string, interval time.Duration, cond func() bool) time.Time {
-	// Generous: the set-up waits share a 2-core machine with whatever else runs.
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
-	for {
-		if cond() {
-			return time.Now()
-		}
-		select {
-		case <-ctx.Done():
-			b.Fatalf("%s: %v", what, ctx.Err())
-		case <-time.After(interval):
-		}
-	}
-}
+// setupTimeout bounds the set-up waits, generously: they share a 2-core machine with whatever
+// else runs.
+const setupTimeout = 5 * time.Minute
 
 func BenchmarkNetworkPolicy(b *testing.B) {
 	harness.Require(b, "ovsdb-server", "ovn-northd", "etcd")
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
-	r, err := harness.NewRun(harness.Options{Logf: b.Logf})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer r.Close()
+	r := harness.NewTestRun(b)
 	central, err := r.StartOVNCentral(ctx)
 	if err != nil {
 		b.Fatal(err)
@@ -160,21 +70,14 @@ func BenchmarkNetworkPolicy(b *testing.B) {
 	rc := kube.RESTConfig()
 	rc.QPS, rc.Burst = 5000, 5000
 	kc := kubernetes.NewForConfigOrDie(rc)
-	masterBin := masterBinary(ctx, b, r)
+	masterBin := benchutil.MasterBinary(ctx, b, r)
 
-	dbModel, err := nbdb.FullDatabaseModel()
+	w, err := benchutil.NewNBWatcher(ctx, central.NBRemote, &nbdb.ACL{}, &nbdb.PortGroup{}, &nbdb.AddressSet{},
+		&nbdb.LogicalSwitchPort{}, &nbdb.LogicalSwitch{}, &nbdb.LogicalRouter{}, &nbdb.LogicalRouterPort{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	w := &nbWatch{}
-	w.c, err = ovsdb.New(ctx, dbModel, ovsdb.Config{Remotes: central.NBRemote, Tables: []ovsdb.Table{
-		{Model: &nbdb.ACL{}}, {Model: &nbdb.PortGroup{}}, {Model: &nbdb.AddressSet{}}, {Model: &nbdb.LogicalSwitchPort{}},
-		{Model: &nbdb.LogicalSwitch{}}, {Model: &nbdb.LogicalRouter{}}, {Model: &nbdb.LogicalRouterPort{}}}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer w.c.Close()
-	w.c.Cache().AddEventHandler(w)
+	defer w.Close()
 
 	// The cluster: nodes with their subnets, namespaces, pods with their addresses already
 	// annotated (the master keeps annotated addresses), as if they had run for a while.
@@ -194,9 +97,10 @@ func BenchmarkNetworkPolicy(b *testing.B) {
 	}
 	t0 := time.Now()
 	m := startMaster("ovnt-master-pods")
-	waitUntil(ctx, b, "pod ports", time.Second, func() bool {
+	poll.Eventually(b, ctx, "pod ports", setupTimeout, time.Second, func() (bool, error) {
 		var l []nbdb.LogicalSwitchPort
-		return w.count(ctx, &l) >= namespaces*podsPerNS
+		n := w.Count(ctx, &l)
+		return n >= namespaces*podsPerNS, fmt.Errorf("%d pod ports", n)
 	})
 	b.Logf("pod ports of %d pods in NB after %v", namespaces*podsPerNS, time.Since(t0).Round(time.Millisecond))
 	if err := m.Stop(); err != nil {
@@ -207,37 +111,30 @@ func BenchmarkNetworkPolicy(b *testing.B) {
 	createPolicies(ctx, b, kc)
 	time.Sleep(time.Second)
 	nbPid := readPid(r.Path("central", "nb.pid"))
-	nbCPU0 := cpuTime(nbPid)
+	nbCPU0 := benchutil.CPUTime(nbPid)
 	load0 := loadAvg()
 	t0 = time.Now()
 	m = startMaster("ovnt-master")
 	defer m.Stop()
-	waitUntil(ctx, b, "policy rows", 100*time.Millisecond, func() bool {
+	poll.Eventually(b, ctx, "policy rows", setupTimeout, 100*time.Millisecond, func() (bool, error) {
 		var pgs []nbdb.PortGroup
-		if w.count(ctx, &pgs) < namespaces*5 {
-			return false
-		}
 		var as []nbdb.AddressSet
-		return w.count(ctx, &as) >= 2*namespaces+1 && time.Since(time.Unix(0, w.last.Load())) > 3*time.Second
+		nPG, nAS := w.Count(ctx, &pgs), w.Count(ctx, &as)
+		quiet := time.Since(w.LastChange(policyTables...))
+		return nPG >= namespaces*5 && nAS >= 2*namespaces+1 && quiet > 3*time.Second,
+			fmt.Errorf("%d port groups, %d address sets, last policy row %v ago", nPG, nAS, quiet.Round(time.Millisecond))
 	})
-	cold := time.Unix(0, w.last.Load()).Sub(t0)
-	coldCPU, coldNBCPU := cpuTime(m.Pid()), cpuTime(nbPid)-nbCPU0
+	cold := w.LastChange(policyTables...).Sub(t0)
+	coldCPU, coldNBCPU := benchutil.CPUTime(m.Pid()), benchutil.CPUTime(nbPid)-nbCPU0
 	// The start-up resync of every key (no-op diffs) may still be queued: wait until the
 	// master is idle, so that the single changes below do not queue behind it.
-	for prev := cpuTime(m.Pid()); ; {
-		time.Sleep(time.Second)
-		cur := cpuTime(m.Pid())
-		if cur-prev < 50*time.Millisecond {
-			break
-		}
-		prev = cur
-	}
+	benchutil.WaitIdle(ctx.Done(), m.Pid(), time.Second, 1)
 	idle := time.Since(t0)
 	var acls []nbdb.ACL
 	var pgs []nbdb.PortGroup
 	var ass []nbdb.AddressSet
-	nACL, nPG, nAS := w.count(ctx, &acls), w.count(ctx, &pgs), w.count(ctx, &ass)
-	rss, hwm := procMem(m.Pid())
+	nACL, nPG, nAS := w.Count(ctx, &acls), w.Count(ctx, &pgs), w.Count(ctx, &ass)
+	mem := benchutil.ProcMem(b, m.Pid())
 
 	rng := rand.New(rand.NewPCG(1, 2))
 	// One pod label change: a frontend pod leaves its namespace's frontend peer and comes back.
@@ -246,7 +143,7 @@ func BenchmarkNetworkPolicy(b *testing.B) {
 	for range samples {
 		ns := nsName(rng.IntN(namespaces))
 		pod := fmt.Sprintf("p%02d", 4*rng.IntN(podsPerNS/4)) // a frontend
-		peer, _ := netpol.NewPeer(ns, nil, &metav1.LabelSelector{MatchLabels: map[string]string{"app": "frontend"}})
+		peer, _ := masternetpol.NewPeer(ns, nil, &metav1.LabelSelector{MatchLabels: map[string]string{"app": "frontend"}})
 		p, err := kc.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
 		if err != nil {
 			b.Fatal(err)
@@ -255,20 +152,23 @@ func BenchmarkNetworkPolicy(b *testing.B) {
 		ip := pn.IPs[0].Addr().String()
 		for _, app := range []string{"idle", "frontend"} {
 			name := peer.AddressSetName()
-			hit := w.expect(func(table string, m model.Model) bool {
+			hit := w.Expect(func(table string, m model.Model) bool {
 				as, ok := m.(*nbdb.AddressSet)
 				return ok && as.Name == name && slices.Contains(as.Addresses, ip) == (app == "frontend")
 			})
-			before := w.changes.Load()
+			before := w.Changes()
 			t := time.Now()
 			patch := fmt.Sprintf(`{"metadata":{"labels":{"app":%q}}}`, app)
 			if _, err := kc.CoreV1().Pods(ns).Patch(ctx, pod, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 				b.Fatal(err)
 			}
-			done := await(ctx, b, "address set "+name, hit)
+			done, err := benchutil.Await(ctx, "address set "+name, hit, time.Minute)
+			if err != nil {
+				b.Fatal(err)
+			}
 			labelLat = append(labelLat, done.Sub(t))
 			time.Sleep(300 * time.Millisecond) // let every follow-up write land
-			labelOps = append(labelOps, w.changes.Load()-before)
+			labelOps = append(labelOps, w.Changes()-before)
 		}
 	}
 
@@ -280,64 +180,40 @@ func BenchmarkNetworkPolicy(b *testing.B) {
 		for _, port := range []int{8081, 8080} {
 			name := ns + "/backend-from-frontend/ingress-0"
 			want := fmt.Sprintf("tcp.dst == %d", port)
-			hit := w.expect(func(table string, m model.Model) bool {
+			hit := w.Expect(func(table string, m model.Model) bool {
 				a, ok := m.(*nbdb.ACL)
 				return ok && a.Name != nil && *a.Name == name && strings.Contains(a.Match, want)
 			})
-			before := w.changes.Load()
+			before := w.Changes()
 			t := time.Now()
 			patch := fmt.Sprintf(`{"spec":{"ingress":[{"from":[{"podSelector":{"matchLabels":{"app":"frontend"}}}],"ports":[{"port":%d}]}]}}`, port)
 			if _, err := kc.NetworkingV1().NetworkPolicies(ns).Patch(ctx, "backend-from-frontend", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 				b.Fatal(err)
 			}
-			done := await(ctx, b, "ACL "+name, hit)
+			done, err := benchutil.Await(ctx, "ACL "+name, hit, time.Minute)
+			if err != nil {
+				b.Fatal(err)
+			}
 			polLat = append(polLat, done.Sub(t))
 			time.Sleep(300 * time.Millisecond)
-			polOps = append(polOps, w.changes.Load()-before)
+			polOps = append(polOps, w.Changes()-before)
 		}
 	}
-	rss2, hwm2 := procMem(m.Pid())
+	mem2 := benchutil.ProcMem(b, m.Pid())
 
 	fmt.Printf("NetworkPolicy benchmark: %d namespaces x %d pods x 5 policies (%d pods, %d policies), %d nodes\n",
 		namespaces, podsPerNS, namespaces*podsPerNS, namespaces*5, nodes)
 	fmt.Printf("  cold convergence (master start, %d policies new): %v; master CPU %v, NB ovsdb-server CPU %v meanwhile; master idle after %v; load average at start %s\n",
 		namespaces*5, cold.Round(time.Millisecond), coldCPU.Round(time.Millisecond), coldNBCPU.Round(time.Millisecond), idle.Round(time.Second), load0)
 	fmt.Printf("  rows: %d ACLs, %d port groups, %d address sets\n", nACL, nPG, nAS)
-	fmt.Printf("  pod label change -> NB: p50 %v, p99 %v, max %v; NB rows changed p50 %d, max %d (%d samples)\n",
-		pct(labelLat, 50), pct(labelLat, 99), pct(labelLat, 100), pctInt(labelOps, 50), pctInt(labelOps, 100), len(labelLat))
-	fmt.Printf("  policy change -> NB:    p50 %v, p99 %v, max %v; NB rows changed p50 %d, max %d (%d samples)\n",
-		pct(polLat, 50), pct(polLat, 99), pct(polLat, 100), pctInt(polOps, 50), pctInt(polOps, 100), len(polLat))
-	fmt.Printf("  master memory: RSS %d MiB after convergence, %d MiB at the end (peak %d MiB / %d MiB)\n", rss>>10, rss2>>10, hwm>>10, hwm2>>10)
-}
-
-func pct(d []time.Duration, p int) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	i := (len(s)*p + 99) / 100
-	i = min(max(i-1, 0), len(s)-1)
-	return s[i].Round(10 * time.Microsecond)
-}
-
-func pctInt(d []int64, p int) int64 {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	i := (len(s)*p + 99) / 100
-	i = min(max(i-1, 0), len(s)-1)
-	return s[i]
-}
-
-// cpuTime returns the user+system CPU time pid has used.
-func cpuTime(pid int) time.Duration {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
+	printChange := func(what string, lat []time.Duration, ops []int64) {
+		l, o := benchutil.Percentiles(lat, 50, 99, 100), benchutil.Percentiles(ops, 50, 100)
+		fmt.Printf("  %s p50 %v, p99 %v, max %v; NB rows changed p50 %d, max %d (%d samples)\n", what,
+			l[0].Round(10*time.Microsecond), l[1].Round(10*time.Microsecond), l[2].Round(10*time.Microsecond), o[0], o[1], len(lat))
 	}
-	s := string(data)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	var ut, st int64
-	fmt.Sscan(f[11], &ut)
-	fmt.Sscan(f[12], &st)
-	return time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ is 100 on Linux
+	printChange("pod label change -> NB:", labelLat, labelOps)
+	printChange("policy change -> NB:   ", polLat, polOps)
+	fmt.Printf("  master memory: after convergence %s; at the end %s\n", mem, mem2)
 }
 
 func readPid(path string) int {
@@ -359,70 +235,6 @@ func loadAvg() string {
 	return strings.Join(f[:3], " ")
 }
 
-// procMem returns VmRSS and VmHWM of pid in KiB.
-func procMem(pid int) (rss, hwm int64) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, 0
-	}
-	for _, l := range strings.Split(string(data), "\n") {
-		var v int64
-		if _, err := fmt.Sscanf(l, "VmRSS: %d kB", &v); err == nil {
-			rss = v
-		}
-		if _, err := fmt.Sscanf(l, "VmHWM: %d kB", &v); err == nil {
-			hwm = v
-		}
-	}
-	return rss, hwm
-}
-
-// masterBinary is $OVNT_BIN_DIR/ovnt-master, or one built into the run directory.
-func masterBinary(ctx context.Context, b *testing.B, r *harness.Run) string {
-	if dir := os.Getenv("OVNT_BIN_DIR"); dir != "" {
-		return filepath.Join(dir, "ovnt-master")
-	}
-	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
-	if err != nil {
-		b.Fatal(err)
-	}
-	bin := r.Path("ovnt-master")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/ovnt-master")
-	cmd.Dir = filepath.Dir(strings.TrimSpace(string(out)))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("go build ./master: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// parallel runs fn(i) for i in [0, n) on 32 goroutines and fails b on the first error.
-func parallel(b *testing.B, n int, fn func(i int) error) {
-	var wg sync.WaitGroup
-	var next atomic.Int64
-	errs := make(chan error, 32)
-	for range 32 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				if err := fn(i); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		b.Fatal(err)
-	}
-}
-
 func createObjects(ctx context.Context, b *testing.B, kc kubernetes.Interface) []netip.Prefix {
 	cluster := netip.MustParsePrefix(clusterCIDR)
 	var subnets []netip.Prefix
@@ -438,7 +250,7 @@ func createObjects(ctx context.Context, b *testing.B, kc kubernetes.Interface) [
 			b.Fatal(err)
 		}
 	}
-	parallel(b, namespaces, func(i int) error {
+	if err := benchutil.Parallel(namespaces, 32, func(i int) error {
 		lbls := map[string]string{"team": fmt.Sprintf("t%d", i%10)}
 		if i%50 == 0 {
 			lbls["monitoring"] = "true"
@@ -450,10 +262,12 @@ func createObjects(ctx context.Context, b *testing.B, kc kubernetes.Interface) [
 		_, err := kc.CoreV1().ServiceAccounts(nsName(i)).Create(ctx,
 			&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})
 		return err
-	})
+	}); err != nil {
+		b.Fatal(err)
+	}
 	no := false
 	perNode := namespaces * podsPerNS / nodes
-	parallel(b, namespaces*podsPerNS, func(k int) error {
+	if err := benchutil.Parallel(namespaces*podsPerNS, 32, func(k int) error {
 		i, j := k/podsPerNS, k%podsPerNS
 		node := k / perNode
 		base := subnets[node].Addr().As4()
@@ -474,7 +288,9 @@ func createObjects(ctx context.Context, b *testing.B, kc kubernetes.Interface) [
 		}
 		_, err = kc.CoreV1().Pods(nsName(i)).Create(ctx, p, metav1.CreateOptions{})
 		return err
-	})
+	}); err != nil {
+		b.Fatal(err)
+	}
 	return subnets
 }
 
@@ -487,7 +303,7 @@ func createPolicies(ctx context.Context, b *testing.B, kc kubernetes.Interface) 
 		return networkingv1.NetworkPolicyPort{Port: &p}
 	}
 	metrics := intstr.FromString("metrics")
-	parallel(b, namespaces, func(i int) error {
+	if err := benchutil.Parallel(namespaces, 32, func(i int) error {
 		ns := nsName(i)
 		for _, p := range []networkingv1.NetworkPolicy{
 			{ObjectMeta: metav1.ObjectMeta{Name: "default-deny"}, Spec: networkingv1.NetworkPolicySpec{
@@ -515,5 +331,7 @@ func createPolicies(ctx context.Context, b *testing.B, kc kubernetes.Interface) 
 			}
 		}
 		return nil
-	})
+	}); err != nil {
+		b.Fatal(err)
+	}
 }
