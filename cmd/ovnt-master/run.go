@@ -21,6 +21,7 @@ import (
 
 	"github.com/ovn-transparent/ovn-transparent/internal/ovsdb"
 	"github.com/ovn-transparent/ovn-transparent/master/controller"
+	"github.com/ovn-transparent/ovn-transparent/master/nb"
 )
 
 // setUpLogging sends klog (which client-go and the controllers use) to standard error at
@@ -46,7 +47,7 @@ func runMaster(ctx context.Context, cfg Config, log logr.Logger) error {
 	if err != nil {
 		return fmt.Errorf("kubernetes client: %w", err)
 	}
-	nb, err := controller.ConnectNB(ctx, ovsdb.Config{
+	nbc, err := nb.Connect(ctx, ovsdb.Config{
 		Remotes:         cfg.NBAddress,
 		PrivateKeyFile:  cfg.NBClientKey,
 		CertificateFile: cfg.NBClientCert,
@@ -56,7 +57,7 @@ func runMaster(ctx context.Context, cfg Config, log logr.Logger) error {
 	if err != nil {
 		return err
 	}
-	defer nb.Close()
+	defer nbc.Close()
 	recorder, stopEvents := controller.NewEventRecorder(kube)
 	defer stopEvents()
 	ctrl, err := controller.New(controller.Config{
@@ -65,7 +66,7 @@ func runMaster(ctx context.Context, cfg Config, log logr.Logger) error {
 		JoinSubnet:     cfg.JoinSubnet,
 		ResyncPeriod:   cfg.ResyncPeriod,
 		Workers:        cfg.Workers,
-	}, kube, nb, recorder, log)
+	}, kube, nbc, recorder, log)
 	if err != nil {
 		return err
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/internal/ovsdb"
 	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
+	"github.com/ovn-transparent/ovn-transparent/master/nb"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 )
 
@@ -79,17 +80,17 @@ type master struct {
 
 func (e *env) startMaster(cfg Config) *master {
 	e.t.Helper()
-	nb, err := ConnectNB(e.ctx, ovsdb.Config{Remotes: e.central.NBRemote})
+	nbc, err := nb.Connect(e.ctx, ovsdb.Config{Remotes: e.central.NBRemote})
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	recorder, stopEvents := NewEventRecorder(e.kube)
-	ctrl, err := New(cfg, e.kube, nb, recorder, testLogger(e.t))
+	ctrl, err := New(cfg, e.kube, nbc, recorder, testLogger(e.t))
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(e.ctx)
-	m := &master{t: e.t, cancel: cancel, done: make(chan error, 1), stopEvents: stopEvents, closeNB: nb.Close, ctrl: ctrl}
+	m := &master{t: e.t, cancel: cancel, done: make(chan error, 1), stopEvents: stopEvents, closeNB: nbc.Close, ctrl: ctrl}
 	go func() { m.done <- ctrl.Run(ctx) }()
 	e.t.Cleanup(m.stop)
 	return m

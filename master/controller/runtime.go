@@ -35,7 +35,6 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
-	"github.com/ovn-transparent/ovn-transparent/internal/ovsdb"
 	"github.com/ovn-transparent/ovn-transparent/internal/reconcile"
 	"github.com/ovn-transparent/ovn-transparent/master/ipam"
 	"github.com/ovn-transparent/ovn-transparent/master/nb"
@@ -234,21 +233,13 @@ func (c *Controller) apply(ctx context.Context, key nb.Key, rows []nb.Row) (*nb.
 	if err != nil {
 		return nil, err
 	}
-	if plan.Empty() {
-		return plan, nil
-	}
-	ops, err := plan.Ops(c.nb)
-	if err != nil {
-		return nil, err
-	}
-	results, err := ovsdb.Transact(ctx, c.nb, ops...)
-	if err == nil {
-		err = nb.CheckApplied(ops, results)
-	}
+	n, err := plan.Apply(ctx, c.nb)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", key, err)
 	}
-	c.log.V(2).Info("Applied", "key", key.String(), "changes", plan.String(), "ops", len(ops))
+	if n > 0 {
+		c.log.V(2).Info("Applied", "key", key.String(), "changes", plan.String(), "ops", n)
+	}
 	return plan, nil
 }
 

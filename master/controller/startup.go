@@ -11,7 +11,6 @@ import (
 
 	"github.com/ovn-org/libovsdb/model"
 
-	"github.com/ovn-transparent/ovn-transparent/internal/ovsdb"
 	"github.com/ovn-transparent/ovn-transparent/internal/reconcile"
 	"github.com/ovn-transparent/ovn-transparent/master/nb"
 )
@@ -164,15 +163,7 @@ func (st *batchStats) add(changed, failed, txns int) {
 
 // transactPlans applies plans in one transaction.
 func (c *Controller) transactPlans(ctx context.Context, plans []*nb.Plan) error {
-	ops, err := nb.Merge(plans...).Ops(c.nb)
-	if err != nil {
-		return err
-	}
-	results, err := ovsdb.Transact(ctx, c.nb, ops...)
-	if err == nil {
-		err = nb.CheckApplied(ops, results)
-	}
-	if err != nil {
+	if _, err := nb.Merge(plans...).Apply(ctx, c.nb); err != nil {
 		return fmt.Errorf("start-up batch of %d keys: %w", len(plans), err)
 	}
 	return nil

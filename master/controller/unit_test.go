@@ -32,6 +32,7 @@ import (
 	"github.com/ovn-transparent/ovn-transparent/internal/ovsdb"
 	"github.com/ovn-transparent/ovn-transparent/internal/testing/kubetest"
 	"github.com/ovn-transparent/ovn-transparent/internal/testing/ovsdbtest"
+	"github.com/ovn-transparent/ovn-transparent/master/nb"
 	"github.com/ovn-transparent/ovn-transparent/master/netpol"
 	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
 )
@@ -80,7 +81,7 @@ func startUnit(t *testing.T, cfg Config, objs ...runtime.Object) *unitEnv {
 
 func (e *unitEnv) connect() client.Client {
 	e.t.Helper()
-	c, err := ConnectNB(e.ctx, ovsdb.Config{Remotes: e.nbSrv.Remote})
+	c, err := nb.Connect(e.ctx, ovsdb.Config{Remotes: e.nbSrv.Remote})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -133,16 +133,7 @@ func TestPlansAgainstARealNB(t *testing.T) {
 
 func connect(ctx context.Context, t *testing.T, remote string) client.Client {
 	t.Helper()
-	dbModel, err := nbdb.FullDatabaseModel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dbModel.SetIndexes(nb.ClientIndexes())
-	tables := []ovsdb.Table{}
-	for _, name := range nb.TableNames() {
-		tables = append(tables, ovsdb.Table{Model: nb.NewModel(name)})
-	}
-	c, err := ovsdb.New(ctx, dbModel, ovsdb.Config{Remotes: remote, Tables: tables})
+	c, err := nb.Connect(ctx, ovsdb.Config{Remotes: remote})
 	if err != nil {
 		t.Fatal(err)
 	}

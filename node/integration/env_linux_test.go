@@ -23,7 +23,6 @@ import (
 	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
 	"github.com/ovn-transparent/ovn-transparent/master/nb"
 	"github.com/ovn-transparent/ovn-transparent/master/topology"
-	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 )
 
@@ -156,11 +155,7 @@ func (e *env) applyNB(ctx context.Context, key nb.Key, rows []nb.Row) {
 	if err != nil {
 		e.t.Fatalf("%s: %v", key, err)
 	}
-	ops, err := p.Ops(e.nb)
-	if err != nil {
-		e.t.Fatalf("%s: %v", key, err)
-	}
-	if _, err := ovsdb.Transact(ctx, e.nb, ops...); err != nil {
+	if _, err := p.Apply(ctx, e.nb); err != nil {
 		e.t.Fatalf("%s: %v", key, err)
 	}
 }
@@ -168,16 +163,7 @@ func (e *env) applyNB(ctx context.Context, key nb.Key, rows []nb.Row) {
 // connectNB connects to the NB at remote, caching the tables the master writes.
 func connectNB(ctx context.Context, t *testing.T, remote string) client.Client {
 	t.Helper()
-	dbModel, err := nbdb.FullDatabaseModel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dbModel.SetIndexes(nb.ClientIndexes())
-	var tables []ovsdb.Table
-	for _, name := range nb.TableNames() {
-		tables = append(tables, ovsdb.Table{Model: nb.NewModel(name)})
-	}
-	c, err := ovsdb.New(ctx, dbModel, ovsdb.Config{Remotes: remote, Tables: tables})
+	c, err := nb.Connect(ctx, ovsdb.Config{Remotes: remote})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,46 @@
+package nb
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ovn-org/libovsdb/client"
+
+	"github.com/ovn-transparent/ovn-transparent/internal/ovsdb"
+	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
+)
+
+// Connect returns the master's Northbound client: cfg's remotes and credentials, monitoring
+// the tables the master writes (indexed by owner, see ClientIndexes) and NB_Global, whose
+// re-insertion in the cache tells the controllers the cache was refilled. cfg.Tables is
+// ignored. Tests that check what the master writes read the NB through the same client.
+func Connect(ctx context.Context, cfg ovsdb.Config) (client.Client, error) {
+	dbModel, err := nbdb.FullDatabaseModel()
+	if err != nil {
+		return nil, fmt.Errorf("nb: NB model: %w", err)
+	}
+	dbModel.SetIndexes(ClientIndexes())
+	cfg.Tables = []ovsdb.Table{{Model: &nbdb.NBGlobal{}}}
+	for _, t := range TableNames() {
+		cfg.Tables = append(cfg.Tables, ovsdb.Table{Model: NewModel(t)})
+	}
+	return ovsdb.New(ctx, dbModel, cfg)
+}
+
+// Apply writes p in one transaction and checks that every operation did what it meant
+// (CheckApplied: an update or mutation that matched no row is an error, not a success). It
+// returns how many operations it sent; an empty plan sends none.
+func (p *Plan) Apply(ctx context.Context, c client.Client) (int, error) {
+	if p.Empty() {
+		return 0, nil
+	}
+	ops, err := p.Ops(c)
+	if err != nil {
+		return 0, err
+	}
+	results, err := ovsdb.Transact(ctx, c, ops...)
+	if err == nil {
+		err = CheckApplied(ops, results)
+	}
+	return len(ops), err
+}
