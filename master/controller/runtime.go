@@ -70,7 +70,7 @@ type Controller struct {
 	refills atomic.Int64
 }
 
-// New returns a controller writing to nb (a client from ConnectNB) for the cluster kube.
+// New returns a controller writing to nb (a client from nb.Connect) for the cluster kube.
 // Events go to recorder; see NewEventRecorder.
 func New(cfg Config, kube kubernetes.Interface, nbc client.Client, recorder record.EventRecorder, log klog.Logger) (*Controller, error) {
 	if cfg.Workers <= 0 {
