@@ -58,7 +58,7 @@ func flags() []cli.Flag {
 		cliapp.Int("kube-api-burst", 200, "short bursts of requests to the API server above --kube-api-qps"),
 		cliapp.Int("gc-percent", 50, "the Go garbage collector's target: the heap may grow this many percent over the live heap before a collection (0: Go's default, or $GOGC)"),
 		cliapp.Int("memory-limit-mib", 0, "soft limit of the master's Go heap in MiB (0: none, or $GOMEMLIMIT); below the live heap the collector runs all the time, so leave room"),
-		cliapp.Int("log-level", 0, "log verbosity: 0 start-up, warnings and errors; 2 every change written; 4 every sync"),
+		cliapp.Int("log-level", 0, "log verbosity, as ovnt-node's: 0 start-up, warnings and errors; 2 every change written; 4 every sync"),
 	}
 }
 

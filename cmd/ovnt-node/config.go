@@ -43,7 +43,7 @@ func flags() []cli.Flag {
 		cliapp.String("cni-plugin", "", "the ovnt-cni binary to install; empty means the one beside this binary"),
 		cliapp.Duration("pod-annotation-timeout", 30*time.Second, "how long CNI ADD waits for the master to annotate the pod"),
 		cliapp.Duration("port-install-timeout", time.Minute, "how long CNI ADD waits for ovn-controller to install the pod's port"),
-		cliapp.Int("log-level", 0, "log verbosity (1: every CNI call)"),
+		cliapp.Int("log-level", 0, "log verbosity, as ovnt-master's: 0 start-up, warnings and errors; 2 every change made (each CNI call); 4 every sync"),
 	}
 }
 

@@ -34,7 +34,7 @@ func Run(ctx context.Context, cfg Config, log logr.Logger) error {
 		return err
 	}
 	defer sw.Close()
-	host := hostnet.New()
+	host := hostnet.New(log.WithName("hostnet"))
 	ch, addr, err := setupChassis(ctx, cfg, sw, host)
 	if err != nil {
 		return fmt.Errorf("chassis: %w", err)

@@ -98,7 +98,7 @@ func (s *Server) Handle(ctx context.Context, req cni.Request) ([]byte, error) {
 		log.Info("CNI call failed", "error", err.Error())
 		return nil, err
 	}
-	log.V(1).Info("CNI call done")
+	log.V(2).Info("CNI call done")
 	return out, nil
 }
 

@@ -2,11 +2,15 @@
 
 package hostnet
 
-import "context"
+import (
+	"context"
+
+	"github.com/go-logr/logr"
+)
 
 // New returns a Host that refuses everything: no node runs on this system, but the tree builds
 // on a developer's Mac so that its pure packages and their tests do.
-func New() Host { return unsupported{} }
+func New(logr.Logger) Host { return unsupported{} }
 
 type unsupported struct{}
 

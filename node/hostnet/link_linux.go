@@ -8,13 +8,16 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
 // New returns the Linux host: veth pairs, netlink and network namespaces. It acts in the
 // network namespace the agent runs in (the node's).
-func New() Host { return linuxHost{} }
+// New returns the Linux host. It logs nothing of its own: every failure is returned to the
+// agent, which logs it with the object it concerns.
+func New(logr.Logger) Host { return linuxHost{} }
 
 type linuxHost struct{}
 

@@ -134,7 +134,7 @@ func (c *Controller) sync(ctx context.Context) error {
 	if err := c.health.Set(st.Health); err != nil {
 		errs = append(errs, err)
 	}
-	c.log.V(1).Info("services synced", "services", len(svcs), "entryPoints", len(st.NodePorts),
+	c.log.V(4).Info("services synced", "services", len(svcs), "entryPoints", len(st.NodePorts),
 		"localNAT", len(st.LocalNAT), "healthChecks", len(st.Health), "took", time.Since(start))
 	return errors.Join(errs...)
 }
