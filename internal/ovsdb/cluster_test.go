@@ -161,12 +161,15 @@ func TestFollowsLeader(t *testing.T) {
 				survivors = append(survivors, m)
 			}
 		}
-		// Waits for the reconnection, which needs a new leader.
-		insertSwitches(t, c, &testLS{Name: "after-kill"})
 		newLeader := cl.waitLeader(leader, survivors...)
-		if got := c.CurrentEndpoint(); got != newLeader.unixRemote() {
-			t.Errorf("client on %q, leader is %s", got, newLeader.unixRemote())
-		}
+		// The client finds the new leader by itself. A transaction sent meanwhile may fail
+		// (libovsdb can hand it the connection to a follower it is about to drop: "broken
+		// pipe"); the controllers retry such a key, so the test waits for the client first.
+		poll.Eventually(t, context.Background(), "the client on the new leader", 20*time.Second, 50*time.Millisecond, func() (bool, error) {
+			got := c.CurrentEndpoint()
+			return got == newLeader.unixRemote(), fmt.Errorf("client on %q, leader is %s", got, newLeader.unixRemote())
+		})
+		insertSwitches(t, c, &testLS{Name: "after-kill"})
 		run(t, dir, tl.nbctl, "--db="+cl.remotes(survivors...), "ls-add", "by-nbctl-2")
 		want = append(want, "after-kill", "by-nbctl-2")
 		checkConverged(t, survivors...)
