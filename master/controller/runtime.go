@@ -28,7 +28,6 @@ import (
 	"github.com/ovn-org/libovsdb/client"
 	"github.com/ovn-org/libovsdb/model"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -83,7 +82,7 @@ func New(cfg Config, kube kubernetes.Interface, nbc client.Client, recorder reco
 	c := &Controller{
 		nb: nbc,
 		// Managed fields are most of an object's size and nothing here reads them.
-		factory: informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(stripManagedFields)),
+		factory: informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(reconcile.StripManagedFields)),
 	}
 	c.queue = reconcile.New("ovnt-master", c.sync, log, reconcile.Options{
 		Workers: cfg.Workers,
@@ -330,12 +329,4 @@ func (h *nbHandler) OnUpdate(table string, old, cur model.Model) {
 
 func (h *nbHandler) OnDelete(table string, m model.Model) {
 	h.c.enqueueOwner(m)
-}
-
-// stripManagedFields drops metadata.managedFields from objects entering the informer caches.
-func stripManagedFields(obj any) (any, error) {
-	if m, ok := obj.(metav1.Object); ok {
-		m.SetManagedFields(nil)
-	}
-	return obj, nil
 }

@@ -17,9 +17,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
+	"github.com/ovn-transparent/ovn-transparent/internal/reconcile"
 	"github.com/ovn-transparent/ovn-transparent/node/hostnet"
 	"github.com/ovn-transparent/ovn-transparent/node/ovs"
 )
@@ -40,7 +40,7 @@ type nodeController struct {
 	log      logr.Logger
 	informer cache.SharedIndexInformer
 	lister   listers.NodeLister
-	queue    workqueue.TypedRateLimitingInterface[string]
+	loop     *reconcile.Loop[string]
 	done     netip.Prefix // last subnet the management port was set up for (sync goroutine only)
 }
 
@@ -49,14 +49,15 @@ func newNodeController(cfg Config, client kubernetes.Interface, sw *ovs.Switch, 
 	factory := informers.NewSharedInformerFactoryWithOptions(client, resyncPeriod,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", cfg.NodeName).String()
-		}))
+		}),
+		informers.WithTransform(reconcile.StripManagedFields))
 	inf := factory.Core().V1().Nodes()
 	c := &nodeController{
 		cfg: cfg, client: client, sw: sw, host: host, chassis: ch, log: log,
 		informer: inf.Informer(), lister: inf.Lister(),
-		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
 	}
-	enqueue := func(any) { c.queue.Add(cfg.NodeName) }
+	c.loop = reconcile.New("node", c.sync, log, reconcile.Options{})
+	enqueue := func(any) { c.loop.Add(cfg.NodeName) }
 	c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueue,
 		UpdateFunc: func(_, obj any) { enqueue(obj) },
@@ -68,23 +69,7 @@ func (c *nodeController) synced() bool { return c.informer.HasSynced() }
 
 func (c *nodeController) run(ctx context.Context) {
 	go c.informer.Run(ctx.Done())
-	go func() {
-		<-ctx.Done()
-		c.queue.ShutDown()
-	}()
-	for {
-		key, shutdown := c.queue.Get()
-		if shutdown {
-			return
-		}
-		if err := c.sync(ctx, key); err != nil {
-			c.log.Error(err, "syncing node; retrying", "node", key)
-			c.queue.AddRateLimited(key)
-		} else {
-			c.queue.Forget(key)
-		}
-		c.queue.Done(key)
-	}
+	c.loop.Run(ctx)
 }
 
 func (c *nodeController) sync(ctx context.Context, name string) error {

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/client-go/util/workqueue"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/openflow"
+	"github.com/ovn-transparent/ovn-transparent/internal/reconcile"
 	"github.com/ovn-transparent/ovn-transparent/node/ovs"
 )
 
@@ -64,11 +64,11 @@ const (
 
 // Controller makes the gateway bridge hold Flows for the ports it has now, and keeps it so.
 type Controller struct {
-	cfg   Config
-	sw    Switch
-	of    openflow.Bridge
-	log   logr.Logger
-	queue workqueue.TypedRateLimitingInterface[string]
+	cfg  Config
+	sw   Switch
+	of   openflow.Bridge
+	log  logr.Logger
+	loop *reconcile.Loop[string]
 
 	mu        sync.Mutex
 	nodePorts []NodePort
@@ -86,11 +86,22 @@ func New(cfg Config, sw Switch, of openflow.Bridge, log logr.Logger) *Controller
 	}
 	// Retries back off up to the resync period, not beyond: a long outage of ovs-vswitchd
 	// must not push the next attempt past the periodic check.
-	limiter := workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, cfg.Resync)
-	return &Controller{
-		cfg: cfg, sw: sw, of: of, log: log,
-		queue: workqueue.NewTypedRateLimitingQueue(limiter),
+	c := &Controller{cfg: cfg, sw: sw, of: of, log: log}
+	c.loop = reconcile.New("gateway-flows", c.syncAndReschedule, log.WithValues("bridge", cfg.Bridge),
+		reconcile.Options{MinRetry: 100 * time.Millisecond, MaxRetry: cfg.Resync})
+	return c
+}
+
+// syncAndReschedule is the loop's sync: after a successful periodic check, the next one is
+// due a resync period later (a failed one is retried with backoff instead).
+func (c *Controller) syncAndReschedule(ctx context.Context, key string) error {
+	if err := c.sync(ctx, key); err != nil {
+		return err
 	}
+	if key == keyResync {
+		c.loop.AddAfter(keyResync, c.cfg.Resync)
+	}
+	return nil
 }
 
 // SetNodePorts is the hook for Services (node/internal/services calls it): from now on the
@@ -103,36 +114,15 @@ func (c *Controller) SetNodePorts(nps []NodePort) {
 	c.mu.Lock()
 	c.nodePorts = nps
 	c.mu.Unlock()
-	c.queue.Add(keyPorts)
+	c.loop.Add(keyPorts)
 }
 
 // Run syncs until ctx ends. The bridge keeps its flows afterwards: a restarted agent finds
 // them in place and changes nothing.
 func (c *Controller) Run(ctx context.Context) {
-	c.sw.OnPortChange(func() { c.queue.Add(keyPorts) })
-	c.queue.Add(keyResync)
-	go func() {
-		<-ctx.Done()
-		c.queue.ShutDown()
-	}()
-	for {
-		key, shutdown := c.queue.Get()
-		if shutdown {
-			return
-		}
-		err := c.sync(ctx, key)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			c.log.Error(err, "syncing the gateway bridge's flows; retrying", "bridge", c.cfg.Bridge)
-			c.queue.AddRateLimited(key)
-		case err == nil:
-			c.queue.Forget(key)
-			if key == keyResync {
-				c.queue.AddAfter(keyResync, c.cfg.Resync)
-			}
-		}
-		c.queue.Done(key)
-	}
+	c.sw.OnPortChange(func() { c.loop.Add(keyPorts) })
+	c.loop.Add(keyResync)
+	c.loop.Run(ctx)
 }
 
 // sync computes the flows from the cached ports and, if they changed or key is keyResync,

@@ -19,6 +19,7 @@ import (
 
 	"github.com/ovn-transparent/ovn-transparent/internal/cni"
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
+	"github.com/ovn-transparent/ovn-transparent/internal/reconcile"
 )
 
 // ErrNotFound says the API server has no such pod (with that UID).
@@ -40,7 +41,8 @@ func NewWatcher(client kubernetes.Interface, node string) *Watcher {
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", node).String()
-		}))
+		}),
+		informers.WithTransform(reconcile.StripManagedFields))
 	inf := factory.Core().V1().Pods()
 	w := &Watcher{client: client, node: node, informer: inf.Informer(), lister: inf.Lister(), changed: make(chan struct{})}
 	// Every event wakes every waiter, which then looks at its own pod in the cache: ADDs

@@ -13,8 +13,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 
+	"github.com/ovn-transparent/ovn-transparent/internal/reconcile"
 	"github.com/ovn-transparent/ovn-transparent/node/gateway"
 	"github.com/ovn-transparent/ovn-transparent/node/localnat"
 )
@@ -48,7 +48,7 @@ type Controller struct {
 	factory informers.SharedInformerFactory
 	svcs    cache.SharedIndexInformer
 	slices  cache.SharedIndexInformer
-	queue   workqueue.TypedRateLimitingInterface[string]
+	loop    *reconcile.Loop[string]
 	health  *HealthServers
 
 	// Sync goroutine only.
@@ -59,18 +59,18 @@ type Controller struct {
 
 // New returns a controller; nothing happens until Run.
 func New(cfg Config, client kubernetes.Interface, log logr.Logger) *Controller {
-	factory := informers.NewSharedInformerFactory(client, 0)
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(reconcile.StripManagedFields))
 	c := &Controller{
 		cfg: cfg, log: log, factory: factory,
 		svcs:   factory.Core().V1().Services().Informer(),
 		slices: factory.Discovery().V1().EndpointSlices().Informer(),
-		queue:  workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
 		health: NewHealthServers(cfg.NodeIP),
 	}
+	c.loop = reconcile.New("node-services", func(ctx context.Context, _ string) error { return c.sync(ctx) }, log, reconcile.Options{})
 	h := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { c.queue.Add(key) },
-		UpdateFunc: func(any, any) { c.queue.Add(key) },
-		DeleteFunc: func(any) { c.queue.Add(key) },
+		AddFunc:    func(any) { c.loop.Add(key) },
+		UpdateFunc: func(any, any) { c.loop.Add(key) },
+		DeleteFunc: func(any) { c.loop.Add(key) },
 	}
 	c.svcs.AddEventHandler(h)
 	c.slices.AddEventHandler(h)
@@ -82,29 +82,13 @@ func New(cfg Config, client kubernetes.Interface, log logr.Logger) *Controller {
 func (c *Controller) Run(ctx context.Context) {
 	defer c.health.Close()
 	c.factory.Start(ctx.Done())
-	go func() {
-		<-ctx.Done()
-		c.queue.ShutDown()
-	}()
 	if !cache.WaitForCacheSync(ctx.Done(), c.svcs.HasSynced, c.slices.HasSynced) {
 		return
 	}
 	// After a restart nothing may be dropped before the caches are complete: the first
 	// sync runs on full caches.
-	c.queue.Add(key)
-	for {
-		k, shutdown := c.queue.Get()
-		if shutdown {
-			return
-		}
-		if err := c.sync(ctx); err != nil && ctx.Err() == nil {
-			c.log.Error(err, "syncing Services on the node; retrying")
-			c.queue.AddRateLimited(k)
-		} else {
-			c.queue.Forget(k)
-		}
-		c.queue.Done(k)
-	}
+	c.loop.Add(key)
+	c.loop.Run(ctx)
 }
 
 func (c *Controller) sync(ctx context.Context) error {
