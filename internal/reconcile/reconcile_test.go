@@ -1,0 +1,91 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+)
+
+type waitingErr struct{}
+
+func (waitingErr) Error() string   { return "parent missing" }
+func (waitingErr) Waiting() string { return "parent" }
+
+// A key whose sync fails is synced again until it succeeds; the other keys are synced once;
+// Run returns once ctx ends.
+func TestLoopRetriesFailedKeys(t *testing.T) {
+	var mu sync.Mutex
+	calls := map[string]int{}
+	done := make(chan struct{})
+	sync := func(_ context.Context, key string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		calls[key]++
+		switch {
+		case key == "flaky" && calls[key] == 1:
+			return errors.New("transient")
+		case key == "waits" && calls[key] < 3:
+			return waitingErr{}
+		}
+		if calls["flaky"] == 2 && calls["waits"] == 3 && calls["once"] == 1 {
+			close(done)
+		}
+		return nil
+	}
+	l := New("test", sync, testr.New(t), Options{Workers: 2, MinRetry: time.Millisecond, MaxRetry: 10 * time.Millisecond})
+	for _, k := range []string{"once", "flaky", "waits"} {
+		l.Add(k)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { l.Run(ctx); close(ran) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		mu.Lock()
+		t.Fatalf("keys not converged: %v", calls)
+	}
+	cancel()
+	select {
+	case <-ran:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after its context ended")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if calls["once"] != 1 || calls["flaky"] != 2 || calls["waits"] != 3 {
+		t.Errorf("calls %v, want once 1, flaky 2, waits 3", calls)
+	}
+}
+
+// Keys added while the loop waits are merged: a burst of events for one key is one sync.
+func TestLoopMergesAKeysEvents(t *testing.T) {
+	l := New("test", func(context.Context, string) error { return nil }, testr.New(t), Options{})
+	for range 5 {
+		l.Add("k")
+	}
+	if l.Len() != 1 {
+		t.Errorf("queue holds %d keys after five Adds of one, want 1", l.Len())
+	}
+}
+
+func TestStripManagedFields(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{"a": "b"},
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}}}
+	out, err := StripManagedFields(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.(*corev1.Pod)
+	if got.ManagedFields != nil || got.Labels["a"] != "b" {
+		t.Errorf("after the transform: managedFields %v, labels %v", got.ManagedFields, got.Labels)
+	}
+	// A tombstone or anything else passes through untouched.
+	if out, err := StripManagedFields("x"); err != nil || out != "x" {
+		t.Errorf("StripManagedFields(string) = %v, %v", out, err)
+	}
+}
