@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/testr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 type waitingErr struct{}
