@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 
+	"github.com/ovn-transparent/ovn-transparent/internal/netns"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
@@ -48,7 +49,7 @@ func (linuxHost) CreatePodInterface(ctx context.Context, p PodInterface) (Attach
 			netlink.LinkDel(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: p.HostIfName}})
 		}
 	}()
-	if err := inNetns(p.Netns, func() error { return configurePodSide(p) }); err != nil {
+	if err := netns.Do(p.Netns, func() error { return configurePodSide(p) }); err != nil {
 		return Attached{}, err
 	}
 	host, err = netlink.LinkByName(p.HostIfName)
@@ -115,7 +116,7 @@ func checkPod(p PodInterface, host netlink.Link) error {
 		return fmt.Errorf("%s is a %s, not a veth", p.HostIfName, host.Type())
 	}
 	hostIndex := host.Attrs().Index
-	return inNetns(p.Netns, func() error {
+	return netns.Do(p.Netns, func() error {
 		link, err := netlink.LinkByName(p.IfName)
 		if err != nil {
 			return fmt.Errorf("pod interface %s in %s: %w", p.IfName, p.Netns, err)

@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 
+	"github.com/ovn-transparent/ovn-transparent/internal/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -59,31 +59,9 @@ func Exec(ctx context.Context, netns string, name string, args ...string) (strin
 	return string(out), nil
 }
 
-// InNetns runs fn on an OS thread switched into the named network namespace. Sockets fn
-// opens stay in that namespace after it returns (a listener made here serves inside it).
-func InNetns(netns string, fn func() error) error {
-	target, err := os.Open("/run/netns/" + netns)
-	if err != nil {
-		return err
-	}
-	defer target.Close()
-	runtime.LockOSThread()
-	orig, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
-	if err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	defer orig.Close()
-	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-		runtime.UnlockOSThread()
-		return fmt.Errorf("setns %s: %w", netns, err)
-	}
-	ferr := fn()
-	if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err != nil {
-		// The thread is in the wrong namespace: leave it locked so the runtime retires it
-		// when this goroutine ends, instead of reusing it.
-		return fmt.Errorf("restoring netns after %s: %w", netns, err)
-	}
-	runtime.UnlockOSThread()
-	return ferr
+// InNetns runs fn on an OS thread switched into the named network namespace (netns.Do): on a
+// thread of its own, so that the caller's goroutine never runs in the wrong namespace, even
+// when switching back fails. Sockets fn opens stay in that namespace after it returns.
+func InNetns(name string, fn func() error) error {
+	return netns.Do("/run/netns/"+name, fn)
 }
