@@ -1,6 +1,9 @@
+//go:build !windows
+
 package contract
 
-// The default paths of a Linux node, where the Ansible role and the DaemonSet put things.
+// The default paths of a Linux node, where the Ansible role and the DaemonSet put things (and
+// elsewhere, say a developer's Mac, where nothing is deployed but the tree builds).
 const (
 	// CNISocket is where ovnt-node serves CNI requests and ovnt-cni dials them: the one
 	// default both binaries must share (only root can connect: the socket is 0600).
