@@ -36,6 +36,14 @@ type env struct {
 	kube    kubernetes.Interface
 }
 
+// in returns e for a subtest: the same cluster, with failures reported on t. The env's helpers
+// stop the test they are given, and a subtest must not stop its parent.
+func (e *env) in(t *testing.T) *env {
+	c := *e
+	c.t = t
+	return &c
+}
+
 func newEnv(t *testing.T, ctx context.Context) *env {
 	t.Helper()
 	harness.Require(t, "ovsdb-server", "ovn-northd", "ovn-nbctl", "ovn-trace", "etcd")
