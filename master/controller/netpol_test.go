@@ -154,125 +154,163 @@ func TestNetworkPolicy(t *testing.T) {
 	other := e.createLabelledPod("np1", "other", "node1", map[string]string{"app": "other"})
 	ext := e.createLabelledPod("np2", "ext", "node1", map[string]string{"app": "cli"})
 
-	e.expect("no policy", cli, srv, "tcp", 8080, true)
-
-	// Ingress by pod selector and a named port that two pods give different numbers.
-	e.createPolicy(&networkingv1.NetworkPolicy{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "np1", Name: "srv-from-cli"},
-		Spec: networkingv1.NetworkPolicySpec{PodSelector: *sel("app", "srv"),
-			Ingress: []networkingv1.NetworkPolicyIngressRule{{
-				From: []networkingv1.NetworkPolicyPeer{{PodSelector: sel("app", "cli")}}, Ports: namedPort("http")}}},
+	// The cases run in order on one cluster, each building on the policies the one before
+	// left; each is named, and a failure in one does not hide the others.
+	parent := e
+	t.Run("no policy: everything allowed", func(t *testing.T) {
+		e := parent.in(t)
+		e.expect("no policy", cli, srv, "tcp", 8080, true)
 	})
-	e.expect("named port", cli, srv, "tcp", 8080, true)
-	e.expect("named port, other pod's number", cli, srv, "tcp", 9090, false)
-	e.expect("named port on srv2", cli, srv2, "tcp", 9090, true)
-	e.expect("not selected by the peer", other, srv, "tcp", 8080, false)
-	e.expect("peer in another namespace", ext, srv, "tcp", 8080, false)
-	e.expect("pods no policy selects", srv, cli, "tcp", 5000, true)
 
-	// The management port (kubelet probes) stays allowed.
-	mgmt := contract.ManagementIP(subnet)
-	ok, out := e.conn("new", nil, "k8s-node1", contract.MACFromIP(mgmt).String(), mgmt, srv.mac, srv.ip, "tcp", 40000, 1234, "np1_srv")
-	if !ok {
-		t.Errorf("management port -> srv blocked:\n%s", out)
-	}
+	t.Run("ingress by pod selector and named port", func(t *testing.T) {
+		e := parent.in(t)
 
-	// Union: a second policy opens UDP from team=b namespaces (with the endPort range).
-	udp := corev1.ProtocolUDP
-	end := int32(5010)
-	e.createPolicy(&networkingv1.NetworkPolicy{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "np1", Name: "srv-udp-from-team-b"},
-		Spec: networkingv1.NetworkPolicySpec{PodSelector: *sel("app", "srv"),
-			Ingress: []networkingv1.NetworkPolicyIngressRule{{
-				From:  []networkingv1.NetworkPolicyPeer{{NamespaceSelector: sel("team", "b")}},
-				Ports: []networkingv1.NetworkPolicyPort{{Protocol: &udp, Port: &intstr.IntOrString{IntVal: 5000}, EndPort: &end}}}}},
+		// Ingress by pod selector and a named port that two pods give different numbers.
+		e.createPolicy(&networkingv1.NetworkPolicy{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "np1", Name: "srv-from-cli"},
+			Spec: networkingv1.NetworkPolicySpec{PodSelector: *sel("app", "srv"),
+				Ingress: []networkingv1.NetworkPolicyIngressRule{{
+					From: []networkingv1.NetworkPolicyPeer{{PodSelector: sel("app", "cli")}}, Ports: namedPort("http")}}},
+		})
+		e.expect("named port", cli, srv, "tcp", 8080, true)
+		e.expect("named port, other pod's number", cli, srv, "tcp", 9090, false)
+		e.expect("named port on srv2", cli, srv2, "tcp", 9090, true)
+		e.expect("not selected by the peer", other, srv, "tcp", 8080, false)
+		e.expect("peer in another namespace", ext, srv, "tcp", 8080, false)
+		e.expect("pods no policy selects", srv, cli, "tcp", 5000, true)
+
 	})
-	e.expect("union: udp range from team b", ext, srv, "udp", 5005, true)
-	e.expect("udp range end", ext, srv, "udp", 5011, false)
-	e.expect("union keeps the first policy", cli, srv, "tcp", 8080, true)
-	e.expect("udp from team a", cli, srv, "udp", 5005, false)
 
-	// A namespace label change moves its pods out of a namespace-selector peer and back.
-	e.labelNamespace("np2", `{"team":"c"}`)
-	e.expect("namespace relabelled", ext, srv, "udp", 5005, false)
-	e.labelNamespace("np2", `{"team":"b"}`)
-	e.expect("namespace relabelled back", ext, srv, "udp", 5005, true)
+	t.Run("the management port stays allowed", func(t *testing.T) {
+		e := parent.in(t)
+		// The management port (kubelet probes) stays allowed.
+		mgmt := contract.ManagementIP(subnet)
+		ok, out := e.conn("new", nil, "k8s-node1", contract.MACFromIP(mgmt).String(), mgmt, srv.mac, srv.ip, "tcp", 40000, 1234, "np1_srv")
+		if !ok {
+			t.Errorf("management port -> srv blocked:\n%s", out)
+		}
 
-	// A label change moves a pod into a peer.
-	e.labelPod("np1", "other", `{"app":"cli"}`)
-	e.expect("relabelled pod", other, srv, "tcp", 8080, true)
-	e.labelPod("np1", "other", `{"app":"other"}`)
-	e.expect("relabelled back", other, srv, "tcp", 8080, false)
-
-	// Egress of cli: only to srv on 8080, judged on the backend a load balancer picks.
-	e.createPolicy(&networkingv1.NetworkPolicy{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "np1", Name: "cli-egress"},
-		Spec: networkingv1.NetworkPolicySpec{PodSelector: *sel("app", "cli"),
-			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress},
-			Egress: []networkingv1.NetworkPolicyEgressRule{{
-				To: []networkingv1.NetworkPolicyPeer{{PodSelector: sel("app", "srv")}}, Ports: []networkingv1.NetworkPolicyPort{{Port: &intstr.IntOrString{IntVal: 8080}}}}}},
 	})
-	e.expect("egress allowed", cli, srv, "tcp", 8080, true)
-	e.expect("egress to a pod not in the peer", cli, other, "tcp", 8080, false)
-	e.expect("ingress of cli is not isolated", other, cli, "tcp", 8080, true)
-	e.nbctl("lb-add", "vip-srv", "172.30.0.10:80", srv.ip.String()+":8080", "tcp")
-	e.nbctl("lb-add", "vip-other", "172.30.0.11:80", other.ip.String()+":8080", "tcp")
-	e.nbctl("ls-lb-add", "node1", "vip-srv")
-	e.nbctl("ls-lb-add", "node1", "vip-other")
-	vip := func(v string, backend npPod) (bool, string) {
-		return e.conn("new", []string{"--lb-dst=" + backend.ip.String() + ":8080"}, "np1_cli", cli.mac, cli.ip, cli.gwMAC,
-			netip.MustParseAddr(v), "tcp", 40000, 80, contract.PodPort(backend.ns, backend.name))
-	}
-	if ok, out := vip("172.30.0.10", srv); !ok {
-		t.Errorf("cli -> service -> srv:8080 blocked by egress policy:\n%s", out)
-	}
-	if ok, out := vip("172.30.0.11", other); ok {
-		t.Errorf("cli -> service -> other:8080 passed the egress policy:\n%s", out)
-	}
 
-	// Stateful: srv's replies to cli pass although srv is egress-isolated, new connections from
-	// srv do not.
-	e.createPolicy(&networkingv1.NetworkPolicy{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "np1", Name: "srv-no-egress"},
-		Spec: networkingv1.NetworkPolicySpec{PodSelector: *sel("app", "srv"),
-			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}},
-	})
-	e.expect("egress deny of srv", srv, other, "tcp", 5000, false)
-	ok, out = e.conn("est,rpl", nil, "np1_srv", srv.mac, srv.ip, cli.mac, cli.ip, "tcp", 8080, 40000, "np1_cli")
-	if !ok {
-		t.Errorf("reply srv -> cli dropped:\n%s", out)
-	}
+	t.Run("union of two policies, endPort range", func(t *testing.T) {
+		e := parent.in(t)
+		// Union: a second policy opens UDP from team=b namespaces (with the endPort range).
+		udp := corev1.ProtocolUDP
+		end := int32(5010)
+		e.createPolicy(&networkingv1.NetworkPolicy{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "np1", Name: "srv-udp-from-team-b"},
+			Spec: networkingv1.NetworkPolicySpec{PodSelector: *sel("app", "srv"),
+				Ingress: []networkingv1.NetworkPolicyIngressRule{{
+					From:  []networkingv1.NetworkPolicyPeer{{NamespaceSelector: sel("team", "b")}},
+					Ports: []networkingv1.NetworkPolicyPort{{Protocol: &udp, Port: &intstr.IntOrString{IntVal: 5000}, EndPort: &end}}}}},
+		})
+		e.expect("union: udp range from team b", ext, srv, "udp", 5005, true)
+		e.expect("udp range end", ext, srv, "udp", 5011, false)
+		e.expect("union keeps the first policy", cli, srv, "tcp", 8080, true)
+		e.expect("udp from team a", cli, srv, "udp", 5005, false)
 
-	// Logging: the namespace annotation reaches existing ACLs, and a change too.
-	e.annotateNamespace("np1", `{"allow":"info","deny":"warning"}`)
-	e.eventually("logging on", func() (bool, string) {
-		got := e.nbctl("--bare", "--columns=action,log,severity,meter", "find", "acl", "name=np1/srv-from-cli/ingress-deny")
-		return strings.Join(strings.Fields(got), " ") == "drop true warning "+netpol.MeterName, got
 	})
-	e.annotateNamespace("np1", `{"deny":"alert"}`)
-	e.eventually("logging changed", func() (bool, string) {
-		got := e.nbctl("--bare", "--columns=log,severity", "find", "acl", "name=np1/srv-from-cli/ingress-0-named-tcp-8080")
-		deny := e.nbctl("--bare", "--columns=severity", "find", "acl", "name=np1/srv-from-cli/ingress-deny")
-		return strings.Join(strings.Fields(got), " ") == "false" && deny == "alert", got + " / " + deny
-	})
-	if got := e.nbctl("--bare", "--columns=name,unit,fair", "list", "meter"); strings.Join(strings.Fields(got), " ") != netpol.MeterName+" pktps true" {
-		t.Errorf("ACL log meter: %q", got)
-	}
-	if got := strings.Join(strings.Fields(e.nbctl("--bare", "--columns=action,rate,burst_size", "list", "meter_band")), " "); got != fmt.Sprintf("drop %d %d", netpol.MeterRate, netpol.MeterBurst) {
-		t.Errorf("ACL log meter band: %q", got)
-	}
-	t.Logf("acl-list of a policy's port group:\n%s", e.nbctl("acl-list", netpol.PortGroupName("np1/srv-from-cli")))
 
-	// Delete every policy: no port group, ACL or address set is left.
-	for _, n := range []string{"srv-from-cli", "srv-udp-from-team-b", "cli-egress", "srv-no-egress"} {
-		e.deletePolicy("np1", n)
-	}
-	e.eventually("no policy rows", func() (bool, string) {
-		got := e.nbctl("--bare", "--columns=name", "list", "port_group") + e.nbctl("--bare", "--columns=_uuid", "list", "acl") +
-			e.nbctl("--bare", "--columns=name", "list", "address_set")
-		return got == "", got
+	t.Run("namespace and pod label changes", func(t *testing.T) {
+		e := parent.in(t)
+		// A namespace label change moves its pods out of a namespace-selector peer and back.
+		e.labelNamespace("np2", `{"team":"c"}`)
+		e.expect("namespace relabelled", ext, srv, "udp", 5005, false)
+		e.labelNamespace("np2", `{"team":"b"}`)
+		e.expect("namespace relabelled back", ext, srv, "udp", 5005, true)
+
+		// A label change moves a pod into a peer.
+		e.labelPod("np1", "other", `{"app":"cli"}`)
+		e.expect("relabelled pod", other, srv, "tcp", 8080, true)
+		e.labelPod("np1", "other", `{"app":"other"}`)
+		e.expect("relabelled back", other, srv, "tcp", 8080, false)
+
 	})
-	e.expect("all deleted", other, srv, "tcp", 8080, true)
+
+	t.Run("egress, judged on the load balancer's backend", func(t *testing.T) {
+		e := parent.in(t)
+		// Egress of cli: only to srv on 8080, judged on the backend a load balancer picks.
+		e.createPolicy(&networkingv1.NetworkPolicy{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "np1", Name: "cli-egress"},
+			Spec: networkingv1.NetworkPolicySpec{PodSelector: *sel("app", "cli"),
+				PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress},
+				Egress: []networkingv1.NetworkPolicyEgressRule{{
+					To: []networkingv1.NetworkPolicyPeer{{PodSelector: sel("app", "srv")}}, Ports: []networkingv1.NetworkPolicyPort{{Port: &intstr.IntOrString{IntVal: 8080}}}}}},
+		})
+		e.expect("egress allowed", cli, srv, "tcp", 8080, true)
+		e.expect("egress to a pod not in the peer", cli, other, "tcp", 8080, false)
+		e.expect("ingress of cli is not isolated", other, cli, "tcp", 8080, true)
+		e.nbctl("lb-add", "vip-srv", "172.30.0.10:80", srv.ip.String()+":8080", "tcp")
+		e.nbctl("lb-add", "vip-other", "172.30.0.11:80", other.ip.String()+":8080", "tcp")
+		e.nbctl("ls-lb-add", "node1", "vip-srv")
+		e.nbctl("ls-lb-add", "node1", "vip-other")
+		vip := func(v string, backend npPod) (bool, string) {
+			return e.conn("new", []string{"--lb-dst=" + backend.ip.String() + ":8080"}, "np1_cli", cli.mac, cli.ip, cli.gwMAC,
+				netip.MustParseAddr(v), "tcp", 40000, 80, contract.PodPort(backend.ns, backend.name))
+		}
+		if ok, out := vip("172.30.0.10", srv); !ok {
+			t.Errorf("cli -> service -> srv:8080 blocked by egress policy:\n%s", out)
+		}
+		if ok, out := vip("172.30.0.11", other); ok {
+			t.Errorf("cli -> service -> other:8080 passed the egress policy:\n%s", out)
+		}
+
+	})
+
+	t.Run("stateful: replies pass an egress-isolated pod", func(t *testing.T) {
+		e := parent.in(t)
+		// Stateful: srv's replies to cli pass although srv is egress-isolated, new connections from
+		// srv do not.
+		e.createPolicy(&networkingv1.NetworkPolicy{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "np1", Name: "srv-no-egress"},
+			Spec: networkingv1.NetworkPolicySpec{PodSelector: *sel("app", "srv"),
+				PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}},
+		})
+		e.expect("egress deny of srv", srv, other, "tcp", 5000, false)
+		ok, out := e.conn("est,rpl", nil, "np1_srv", srv.mac, srv.ip, cli.mac, cli.ip, "tcp", 8080, 40000, "np1_cli")
+		if !ok {
+			t.Errorf("reply srv -> cli dropped:\n%s", out)
+		}
+
+	})
+
+	t.Run("ACL logging from the namespace annotation", func(t *testing.T) {
+		e := parent.in(t)
+		// Logging: the namespace annotation reaches existing ACLs, and a change too.
+		e.annotateNamespace("np1", `{"allow":"info","deny":"warning"}`)
+		e.eventually("logging on", func() (bool, string) {
+			got := e.nbctl("--bare", "--columns=action,log,severity,meter", "find", "acl", "name=np1/srv-from-cli/ingress-deny")
+			return strings.Join(strings.Fields(got), " ") == "drop true warning "+netpol.MeterName, got
+		})
+		e.annotateNamespace("np1", `{"deny":"alert"}`)
+		e.eventually("logging changed", func() (bool, string) {
+			got := e.nbctl("--bare", "--columns=log,severity", "find", "acl", "name=np1/srv-from-cli/ingress-0-named-tcp-8080")
+			deny := e.nbctl("--bare", "--columns=severity", "find", "acl", "name=np1/srv-from-cli/ingress-deny")
+			return strings.Join(strings.Fields(got), " ") == "false" && deny == "alert", got + " / " + deny
+		})
+		if got := e.nbctl("--bare", "--columns=name,unit,fair", "list", "meter"); strings.Join(strings.Fields(got), " ") != netpol.MeterName+" pktps true" {
+			t.Errorf("ACL log meter: %q", got)
+		}
+		if got := strings.Join(strings.Fields(e.nbctl("--bare", "--columns=action,rate,burst_size", "list", "meter_band")), " "); got != fmt.Sprintf("drop %d %d", netpol.MeterRate, netpol.MeterBurst) {
+			t.Errorf("ACL log meter band: %q", got)
+		}
+		t.Logf("acl-list of a policy's port group:\n%s", e.nbctl("acl-list", netpol.PortGroupName("np1/srv-from-cli")))
+
+	})
+
+	t.Run("deleted policies leave nothing", func(t *testing.T) {
+		e := parent.in(t)
+		// Delete every policy: no port group, ACL or address set is left.
+		for _, n := range []string{"srv-from-cli", "srv-udp-from-team-b", "cli-egress", "srv-no-egress"} {
+			e.deletePolicy("np1", n)
+		}
+		e.eventually("no policy rows", func() (bool, string) {
+			got := e.nbctl("--bare", "--columns=name", "list", "port_group") + e.nbctl("--bare", "--columns=_uuid", "list", "acl") +
+				e.nbctl("--bare", "--columns=name", "list", "address_set")
+			return got == "", got
+		})
+		e.expect("all deleted", other, srv, "tcp", 8080, true)
+	})
 }
 
 func (e *env) labelNamespace(name, lbls string) {
