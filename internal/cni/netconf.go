@@ -52,6 +52,16 @@ func ParseNetConf(stdin []byte) (NetConf, error) {
 	return c, nil
 }
 
+// ConfListVersion is the cniVersion of the installed configuration list. Runtimes built on
+// libcni before 1.2 (containerd 1.6 and 1.7) know results only up to 1.0.0 and refuse a
+// list that asks for more; libcni 1.2 and later read ConfListVersions and pick the highest
+// version both sides know, so they call the plugin at 1.1.0 (with STATUS and GC).
+const ConfListVersion = "1.0.0"
+
+// ConfListVersions is the installed list's "cniVersions": every version the list may be
+// called at by a runtime that reads it.
+var ConfListVersions = []string{"1.0.0", "1.1.0"}
+
 // ConfList returns the network configuration list the node agent installs: one plugin,
 // ovnt-cni, that reaches the agent at socket.
 func ConfList(socket string) ([]byte, error) {
@@ -63,10 +73,11 @@ func ConfList(socket string) ([]byte, error) {
 		Capabilities map[string]bool `json:"capabilities"`
 	}
 	list := struct {
-		CNIVersion string   `json:"cniVersion"`
-		Name       string   `json:"name"`
-		Plugins    []plugin `json:"plugins"`
-	}{"1.1.0", NetworkName, []plugin{{PluginType, socket, map[string]bool{"dns": true}}}}
+		CNIVersion  string   `json:"cniVersion"`
+		CNIVersions []string `json:"cniVersions"`
+		Name        string   `json:"name"`
+		Plugins     []plugin `json:"plugins"`
+	}{ConfListVersion, ConfListVersions, NetworkName, []plugin{{PluginType, socket, map[string]bool{"dns": true}}}}
 	b, err := json.MarshalIndent(list, "", "  ")
 	if err != nil {
 		return nil, err

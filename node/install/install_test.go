@@ -1,9 +1,11 @@
 package install
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/containernetworking/cni/libcni"
@@ -34,12 +36,21 @@ func TestPluginInstallsBinaryAndConfList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// This libcni reads cniVersions and picks the newest version it knows; containerd 1.6
+	// and 1.7 read only cniVersion (node/integration runs their libcni on the same file).
 	if list.CNIVersion != "1.1.0" || list.Name != cni.NetworkName || len(list.Plugins) != 1 || list.Plugins[0].Network.Type != cni.PluginType {
 		t.Errorf("conflist: %+v", list)
 	}
 	nc, err := cni.ParseNetConf(list.Plugins[0].Bytes)
 	if err != nil || nc.Socket != "/run/x/cni.sock" {
 		t.Errorf("plugin socket %q (%v)", nc.Socket, err)
+	}
+	var raw struct {
+		CNIVersion  string   `json:"cniVersion"`
+		CNIVersions []string `json:"cniVersions"`
+	}
+	if err := json.Unmarshal(list.Bytes, &raw); err != nil || raw.CNIVersion != "1.0.0" || !slices.Equal(raw.CNIVersions, []string{"1.0.0", "1.1.0"}) {
+		t.Errorf("conflist versions: cniVersion %q cniVersions %v (%v), want 1.0.0 and [1.0.0 1.1.0]", raw.CNIVersion, raw.CNIVersions, err)
 	}
 	if entries, _ := os.ReadDir(conf); len(entries) != 1 {
 		t.Errorf("conf dir holds %d files, want 1 (no temporary left)", len(entries))

@@ -41,6 +41,8 @@ func TestCNI(t *testing.T) {
 			return
 		}
 	}
+	t.Run("installed list", func(t *testing.T) { testRuntimes(ctx, t, e) })
+	t.Run("leaked ports", func(t *testing.T) { testLeakCollector(ctx, t, e) })
 	t.Run("failures", func(t *testing.T) { testFailures(ctx, t, e) })
 	t.Run("agent restart", func(t *testing.T) { testAgentRestart(ctx, t, e) })
 }

@@ -13,6 +13,9 @@ import (
 var (
 	nodeBin string
 	cniBin  string
+	// oldRuntimeBin is test/cniruntime: a runtime's CNI calls on the libcni of containerd
+	// 1.6 and 1.7 (v1.1.2), its own module.
+	oldRuntimeBin string
 )
 
 func TestMain(m *testing.M) {
@@ -37,6 +40,14 @@ func TestMain(m *testing.M) {
 			os.RemoveAll(dir)
 			os.Exit(1)
 		}
+	}
+	oldRuntimeBin = filepath.Join(dir, "cniruntime")
+	cmd := exec.Command("go", "build", "-o", oldRuntimeBin, ".")
+	cmd.Dir = filepath.Join("..", "..", "test", "cniruntime")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building test/cniruntime: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
 	}
 	code := m.Run()
 	os.RemoveAll(dir)

@@ -113,7 +113,9 @@ func podNetwork(t *testing.T, p *pod) string {
 }
 
 // runtime is a container runtime's view of the network: libcni with the plugin directory
-// and the configuration list the node's agent installed, at cniVersion.
+// and the configuration list the node's agent installed, at cniVersion (without its
+// cniVersions, from which this libcni would pick the newest; testRuntimes runs the list as
+// installed).
 type runtime struct {
 	cni  *libcni.CNIConfig
 	list *libcni.NetworkConfigList
@@ -130,6 +132,7 @@ func (e *env) runtime(t *testing.T, n *node, version, cacheDir string) *runtime 
 		t.Fatal(err)
 	}
 	raw["cniVersion"] = version
+	delete(raw, "cniVersions")
 	if data, err = json.Marshal(raw); err != nil {
 		t.Fatal(err)
 	}
