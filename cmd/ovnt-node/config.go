@@ -43,6 +43,7 @@ func flags() []cli.Flag {
 		cliapp.String("cni-plugin", "", "the ovnt-cni binary to install; empty means the one beside this binary"),
 		cliapp.Duration("pod-annotation-timeout", 30*time.Second, "how long CNI ADD waits for the master to annotate the pod"),
 		cliapp.Duration("port-install-timeout", time.Minute, "how long CNI ADD waits for ovn-controller to install the pod's port"),
+		cliapp.Duration("leak-collect-interval", 5*time.Minute, "how often the agent removes the ports (and HNS endpoints) of pods that are gone, which runtimes that never call CNI GC leave behind; removed after two passes in a row find them"),
 		cliapp.Int("log-level", 0, "log verbosity, as ovnt-master's: 0 start-up, warnings and errors; 2 every change made (each CNI call); 4 every sync"),
 	}
 }
@@ -68,6 +69,7 @@ func configFrom(c *cli.Context) (Config, error) {
 		CNIPlugin:          c.String("cni-plugin"),
 		AnnotationTTL:      c.Duration("pod-annotation-timeout"),
 		PortInstallTimeout: c.Duration("port-install-timeout"),
+		LeakCollect:        c.Duration("leak-collect-interval"),
 	}
 	if s := c.String("encap-ip"); s != "" {
 		ip, err := netip.ParseAddr(s)
@@ -115,6 +117,8 @@ func validate(c Config) error {
 		return fmt.Errorf("--pod-annotation-timeout %s: must be positive", c.AnnotationTTL)
 	case c.PortInstallTimeout <= 0:
 		return fmt.Errorf("--port-install-timeout %s: must be positive", c.PortInstallTimeout)
+	case c.LeakCollect <= 0:
+		return fmt.Errorf("--leak-collect-interval %s: must be positive", c.LeakCollect)
 	case c.CNISocket == "":
 		return fmt.Errorf("--cni-socket is empty")
 	}

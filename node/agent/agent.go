@@ -66,6 +66,7 @@ func Run(ctx context.Context, cfg Config, log logr.Logger) error {
 		Bridge: IntegrationBridge, MTU: cfg.MTU,
 		AnnotationTimeout: cfg.AnnotationTTL, InstallTimeout: cfg.PortInstallTimeout,
 	}, host, sw, watcher, ready, log.WithName("cni"))
+	go srv.NewCollector(watcher.Exists, cfg.LeakCollect).Run(ctx)
 	ln, err := cniserver.Listen(ctx, cfg.CNISocket)
 	if err != nil {
 		return err

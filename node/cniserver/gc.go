@@ -43,7 +43,8 @@ func (s *Server) gc(ctx context.Context, conf cni.NetConf) error {
 		for a := range valid {
 			keep[hostnet.HostIfName(a.ContainerID, a.IfName)] = true
 		}
-		errs = append(errs, c.CollectPodInterfaces(ctx, keep))
+		_, err := c.CollectPodInterfaces(ctx, func(name string) bool { return keep[name] })
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

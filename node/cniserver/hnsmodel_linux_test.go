@@ -313,3 +313,51 @@ func TestWindowsGC(t *testing.T) {
 		t.Errorf("br-int ports after GC %v", got)
 	}
 }
+
+// TestWindowsLeakCollector: the agent's own collector (containerd never calls GC) removes
+// the port and endpoint of a pod that is gone and an endpoint whose port a hung DEL left,
+// each only on the second pass that finds it, and never those of a pod that exists or whose
+// existence it cannot tell.
+func TestWindowsLeakCollector(t *testing.T) {
+	e := newWinEnv(t)
+	ns := map[int]string{}
+	for _, n := range []int{1, 2, 3, 4} {
+		ns[n] = e.m.AddNamespace()
+		if _, err := e.call("ADD", n, ns[n]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.m.Hang("DeleteEndpoint")
+	if _, err := e.call("DEL", 3, ns[3]); err != nil {
+		t.Fatalf("DEL with a hung HNS delete: %v", err)
+	}
+	e.m.Heal("DeleteEndpoint")
+	exists := func(_ context.Context, namespace, name, uid string) (bool, error) {
+		switch {
+		case namespace != "ns1" || uid != "uid-"+name:
+			return false, fmt.Errorf("the port names pod %s/%s uid %s, not what ADD attached", namespace, name, uid)
+		case name == "web-4":
+			return false, errors.New("the API server is away")
+		}
+		return name == "web-1", nil
+	}
+	c := e.srv.NewCollector(exists, time.Hour)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if n, err := c.Collect(ctx); n != 0 || err == nil {
+		t.Errorf("first pass removed %d (%v), want 0 and the API error for web-4", n, err)
+	}
+	for _, n := range []int{1, 2, 4} {
+		e.checkPod(n, ns[n])
+	}
+	if _, ok := e.endpoints()[podIfName(3)]; !ok {
+		t.Error("the first pass removed the endpoint without a port")
+	}
+	if n, _ := c.Collect(ctx); n != 2 {
+		t.Errorf("second pass removed %d, want 2 (pod 2's port and endpoint count once, pod 3's endpoint)", n)
+	}
+	e.checkPod(1, ns[1])
+	e.checkPod(4, ns[4])
+	e.checkGone("collector", 2)
+	e.checkGone("collector", 3)
+}

@@ -46,10 +46,11 @@ type TransparentConfig struct {
 }
 
 // Collector is implemented by hosts whose pod interfaces can outlive their switch port (on
-// Windows an HNS endpoint whose deletion hung): CNI GC asks it to remove every pod
-// interface but those named in keep (host interface names, see HostIfName).
+// Windows an HNS endpoint whose deletion hung): CNI GC and the agent's own collector ask it
+// to remove every pod interface for which keep (given the host interface name, see
+// HostIfName) is false. It returns how many it removed.
 type Collector interface {
-	CollectPodInterfaces(ctx context.Context, keep map[string]bool) error
+	CollectPodInterfaces(ctx context.Context, keep func(name string) bool) (int, error)
 }
 
 // Transparent is the Windows Host.
@@ -479,28 +480,30 @@ func (t *Transparent) deleteEndpoint(ctx context.Context, ep hns.Endpoint) error
 }
 
 // CollectPodInterfaces deletes the pod endpoints (named by HostIfName) on the network that
-// keep does not name. The management port's endpoint is not a pod's and stays.
-func (t *Transparent) CollectPodInterfaces(ctx context.Context, keep map[string]bool) error {
+// keep refuses. The management port's endpoint is not a pod's and stays.
+func (t *Transparent) CollectPodInterfaces(ctx context.Context, keep func(name string) bool) (int, error) {
 	n, err := t.net(ctx)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	eps, err := t.hns.ListEndpoints(ctx, n.ID)
 	if err != nil {
-		return fmt.Errorf("listing the endpoints of network %q: %w", n.Name, err)
+		return 0, fmt.Errorf("listing the endpoints of network %q: %w", n.Name, err)
 	}
 	var errs []error
+	removed := 0
 	for _, ep := range eps {
-		if !IsPodIfName(ep.Name) || keep[ep.Name] {
+		if !IsPodIfName(ep.Name) || keep(ep.Name) {
 			continue
 		}
 		if err := t.deleteEndpoint(ctx, ep); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		t.cfg.Log.Info("GC removed a stale HNS endpoint", "endpoint", ep.Name)
+		removed++
+		t.cfg.Log.Info("removed a stale HNS endpoint", "endpoint", ep.Name)
 	}
-	return errors.Join(errs...)
+	return removed, errors.Join(errs...)
 }
 
 // SetupManagementPort gives the node its interface into the pod network: an HNS endpoint

@@ -39,6 +39,8 @@ const (
 	// annotationTimeout is the agents' --pod-annotation-timeout: short, for the test of a
 	// pod the master never annotates.
 	annotationTimeout = 4 * time.Second
+	// leakCollectInterval is the agents' --leak-collect-interval.
+	leakCollectInterval = time.Second
 )
 
 // env is a cluster without a master: the test writes what the master would, with the
@@ -202,6 +204,9 @@ func (e *env) agentArgs(n *node) []string {
 		"--cni-plugin", cniBin,
 		"--pod-annotation-timeout", annotationTimeout.String(),
 		"--port-install-timeout", "10s",
+		// Short, so TestCNI sees leaked ports collected; every other test then shows the
+		// collector takes nothing of a pod that still exists.
+		"--leak-collect-interval", leakCollectInterval.String(),
 		"--log-level", "1",
 		// No --ovs-rundir: the agent finds br-phy.mgmt beside --ovs-address's db.sock.
 	}

@@ -124,3 +124,20 @@ func (w *Watcher) checkAPI(ctx context.Context, p cni.PodArgs) error {
 	}
 	return nil
 }
+
+// Exists says whether pod namespace/name with UID uid is still this node's: from the cache
+// when it holds the pod, else from the API server, so a pod the informer has not seen yet
+// is never taken for gone. An error means the answer is unknown.
+func (w *Watcher) Exists(ctx context.Context, namespace, name, uid string) (bool, error) {
+	if pod, err := w.lister.Pods(namespace).Get(name); err == nil && string(pod.UID) == uid && pod.Spec.NodeName == w.node {
+		return true, nil
+	}
+	pod, err := w.client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return string(pod.UID) == uid && pod.Spec.NodeName == w.node, nil
+}
