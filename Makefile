@@ -22,6 +22,7 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/ovnt-cni ./cmd/ovnt-cni
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ovnt-workload ./test/cmd/ovnt-workload
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ovnt-sandbox ./test/cmd/ovnt-sandbox
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/pause ./test/cmd/pause
 
 build-windows:
 	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/windows/ovnt-node.exe ./cmd/ovnt-node

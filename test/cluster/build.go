@@ -11,7 +11,7 @@ import (
 	"strings"
 )
 
-// BinDir returns the directory holding ovnt-master, ovnt-node, ovnt-cni and ovnt-workload:
+// BinDir returns the directory holding ovnt-master, ovnt-node, ovnt-cni, ovnt-workload and pause:
 // $OVNT_BIN_DIR when set (make sets it to the binaries it has just built), else dir, after
 // building them there. It is the one way tests and benchmarks find the binaries.
 func BinDir(ctx context.Context, dir string) (string, error) {
@@ -24,7 +24,7 @@ func BinDir(ctx context.Context, dir string) (string, error) {
 	return dir, nil
 }
 
-// BuildBinaries builds ovnt-master, ovnt-node, ovnt-cni and ovnt-workload into dir with the
+// BuildBinaries builds ovnt-master, ovnt-node, ovnt-cni, ovnt-workload and pause into dir with the
 // module's own go command (the build cache makes a repeat take a second or two).
 func BuildBinaries(ctx context.Context, dir string) error {
 	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
@@ -37,6 +37,7 @@ func BuildBinaries(ctx context.Context, dir string) error {
 		"ovnt-node":     "./cmd/ovnt-node",
 		"ovnt-cni":      "./cmd/ovnt-cni",
 		"ovnt-workload": "./test/cmd/ovnt-workload",
+		"pause":         "./test/cmd/pause",
 	} {
 		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, bin), pkg)
 		cmd.Dir = root

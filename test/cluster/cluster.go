@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/ovn-transparent/ovn-transparent/images"
@@ -35,6 +36,9 @@ type Options struct {
 	MasterArgs, NodeArgs []string
 	// ClusterCIDR and ServiceCIDR default to 10.244.0.0/16 and 10.96.0.0/16.
 	ClusterCIDR, ServiceCIDR string
+	// RealNodes runs the real kubelet and Debian's containerd on every node, with images
+	// built here (realnode.go), instead of the kubelet stand-in.
+	RealNodes bool
 }
 
 // Cluster is a running cluster. Everything stops with its Run.
@@ -46,9 +50,14 @@ type Cluster struct {
 	Nodes    []*Node
 	BinDir   string
 
-	opts   Options
-	master *harness.Proc
-	sa     serviceAccounts // the daemons run as the manifests' ServiceAccounts (rbac.go)
+	opts       Options
+	master     *harness.Proc
+	sa         serviceAccounts // the daemons run as the manifests' ServiceAccounts (rbac.go)
+	kubeBinDir string
+
+	imagesOnce sync.Once
+	imagesList []string
+	imagesErr  error
 }
 
 // Node is one node of the cluster.
@@ -59,6 +68,7 @@ type Node struct {
 	CNIDir     string // bin/, net.d/ and the agent's socket
 	agent      *harness.Proc
 	c          *Cluster
+	real       *realNode // with Options.RealNodes
 }
 
 // Start brings the whole cluster up and returns once every node is Ready.
@@ -80,9 +90,13 @@ func Start(ctx context.Context, r *harness.Run, opts Options) (*Cluster, error) 
 		}
 	}
 	var err error
-	if c.Kube, err = r.StartKube(ctx, harness.KubeOptions{ServiceCIDR: opts.ServiceCIDR}); err != nil {
+	if c.kubeBinDir, err = harness.EnsureKubeBinaries(ctx, harness.KubeVersion, r.Logf); err != nil {
 		return nil, err
 	}
+	if c.Kube, err = r.StartKube(ctx, harness.KubeOptions{BinDir: c.kubeBinDir, ServiceCIDR: opts.ServiceCIDR}); err != nil {
+		return nil, err
+	}
+	c.Kube.SetClusterDialer(c.dialCluster)
 	if err := c.setUpServiceAccounts(ctx); err != nil {
 		return nil, err
 	}
@@ -175,6 +189,9 @@ func (c *Cluster) addNode(ctx context.Context, name string) (*Node, error) {
 	if _, err := hn.StartOVNController(ctx); err != nil {
 		return nil, err
 	}
+	if c.opts.RealNodes {
+		return n, c.startRealNode(ctx, n)
+	}
 	osLabel := "linux"
 	if c.opts.WindowsNodes[name] {
 		osLabel = "windows"
@@ -220,7 +237,11 @@ func (n *Node) StartAgent(ctx context.Context) error {
 		"--cni-conf-dir", filepath.Join(n.CNIDir, "net.d"),
 		"--cni-plugin", filepath.Join(n.c.BinDir, "ovnt-cni"),
 	}, n.c.opts.NodeArgs...)
-	p, err := n.c.Run.Start(harness.ProcSpec{Name: "ovnt-node-" + n.Name, Netns: n.Netns, Path: filepath.Join(n.c.BinDir, "ovnt-node"), Args: args})
+	// With real nodes the agent shares the root mount namespace, as on a host: containerd
+	// mounts each pod's network namespace after the agent started, and a mount namespace
+	// of the agent's own (ip netns exec) would not see it.
+	p, err := n.c.Run.Start(harness.ProcSpec{Name: "ovnt-node-" + n.Name, Netns: n.Netns, HostMounts: n.c.opts.RealNodes,
+		Path: filepath.Join(n.c.BinDir, "ovnt-node"), Args: args})
 	if err != nil {
 		return err
 	}

@@ -87,7 +87,13 @@ type Kube struct {
 	procs   map[string]*Proc
 	exposed map[string]string // netns -> kubeconfig path
 	client  kubernetes.Interface
+	egress  *egressProxy
 }
+
+// SetClusterDialer makes the API server reach nodes and pods (kubelet exec, logs and
+// port-forward, the pod and service proxy) through d; until it is set, it dials from the
+// root network namespace.
+func (k *Kube) SetClusterDialer(d ClusterDialer) { k.egress.setDialer(d) }
 
 // StartKube starts etcd, kube-apiserver, kube-controller-manager and kube-scheduler on
 // loopback as foreground children of the run, and returns once the API server is ready and
@@ -125,6 +131,15 @@ func (r *Run) StartKube(ctx context.Context, opts KubeOptions) (*Kube, error) {
 	}
 	if err := k.writeCredentials(opts.ServiceCIDR); err != nil {
 		return nil, fmt.Errorf("kube: credentials: %w", err)
+	}
+	egress, err := startEgressProxy(k.path("egress.sock"))
+	if err != nil {
+		return nil, fmt.Errorf("kube: egress proxy: %w", err)
+	}
+	k.egress = egress
+	r.AddCleanup("kube egress proxy", egress.Close)
+	if err := os.WriteFile(k.path("egress.yaml"), []byte(egressConfig(k.path("egress.sock"))), 0o644); err != nil {
+		return nil, err
 	}
 	success := false
 	defer func() {
@@ -283,7 +298,39 @@ func (k *Kube) writeCredentials(serviceCIDR string) error {
 	if err := writePEM(k.path("certs", "apiserver.crt"), "CERTIFICATE", srvDER); err != nil {
 		return err
 	}
-	return writePEM(k.path("certs", "apiserver.key"), "EC PRIVATE KEY", srvKeyDER)
+	if err := writePEM(k.path("certs", "apiserver.key"), "EC PRIVATE KEY", srvKeyDER); err != nil {
+		return err
+	}
+	// The API server's identity towards kubelets.
+	clientTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(3),
+		Subject:      pkix.Name{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}},
+		NotBefore:    notBefore,
+		NotAfter:     notBefore.Add(30 * 24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	return writeCertAndKey(k.path("certs", "kubelet-client"), clientTmpl, caCert, caKey)
+}
+
+// writeCertAndKey signs tmpl with the CA and writes <base>.crt and <base>.key.
+func writeCertAndKey(base string, tmpl, ca *x509.Certificate, caKey *ecdsa.PrivateKey) error {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		return err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return err
+	}
+	if err := writePEM(base+".crt", "CERTIFICATE", der); err != nil {
+		return err
+	}
+	return writePEM(base+".key", "EC PRIVATE KEY", keyDER)
 }
 
 func writePEM(path, typ string, der []byte) error {
@@ -367,6 +414,13 @@ func (k *Kube) startAPIServer(ctx context.Context, opts KubeOptions) error {
 		"--tls-private-key-file=" + k.path("certs", "apiserver.key"),
 		"--token-auth-file=" + k.path("tokens.csv"),
 		"--authorization-mode=RBAC",
+		// kubelets verify the API server's client certificate against the CA and ask the API
+		// server whether its user may exec, read logs, port-forward (webhook authorization).
+		"--kubelet-client-certificate=" + k.path("certs", "kubelet-client.crt"),
+		"--kubelet-client-key=" + k.path("certs", "kubelet-client.key"),
+		"--egress-selector-config-file=" + k.path("egress.yaml"),
+		// Node names resolve nowhere; kubelets serve on their node IPs.
+		"--kubelet-preferred-address-types=InternalIP",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file=" + k.path("sa.pub"),
 		"--service-account-signing-key-file=" + k.path("sa.key"),

@@ -25,9 +25,23 @@ import (
 // the controller-manager and scheduler need only for releases that recent.
 const KubeVersion = "v1.34.4"
 
-// kubeCommands are the binaries EnsureKubeBinaries builds, by their k8s.io/kubernetes/cmd name;
-// kubectl is for the people using the sandbox.
-var kubeCommands = []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"}
+// kubePackages are the packages of k8s.io/kubernetes EnsureKubeBinaries builds, each into a
+// binary named after its last element: the control plane, kubelet for the nodes, kubectl for
+// the people using the sandbox, and agnhost, the upstream e2e tests' workload, which the
+// image builder packages as registry.k8s.io/e2e-test-images/agnhost.
+var kubePackages = []string{
+	"cmd/kube-apiserver", "cmd/kube-controller-manager", "cmd/kube-scheduler", "cmd/kubectl",
+	"cmd/kubelet", "test/images/agnhost",
+}
+
+// kubeCommands are the binaries' names.
+var kubeCommands = func() []string {
+	var names []string
+	for _, p := range kubePackages {
+		names = append(names, filepath.Base(p))
+	}
+	return names
+}()
 
 // stampName marks a complete bin directory. It is written last into the temporary directory
 // that is then renamed into place, so a bin directory with a stamp is always whole.
@@ -251,8 +265,8 @@ func (b *kubeBuild) prepareModule(ctx context.Context) error {
 	// tags, still records the modules the three commands need.
 	var tools strings.Builder
 	tools.WriteString("//go:build tools\n\n// Package tools only records the Kubernetes commands this module builds.\npackage tools\n\nimport (\n")
-	for _, c := range kubeCommands {
-		fmt.Fprintf(&tools, "\t_ %q\n", "k8s.io/kubernetes/cmd/"+c)
+	for _, p := range kubePackages {
+		fmt.Fprintf(&tools, "\t_ %q\n", "k8s.io/kubernetes/"+p)
 	}
 	tools.WriteString(")\n")
 	if err := os.WriteFile(filepath.Join(b.srcDir(), "tools.go"), []byte(tools.String()), 0o644); err != nil {
@@ -295,8 +309,8 @@ func (b *kubeBuild) buildInto(ctx context.Context, binDir string) error {
 		"-X", "k8s.io/component-base/version.gitTreeState=clean",
 	}, " ")
 	args := []string{"build", "-trimpath", "-ldflags=" + ldflags, "-o", tmp + string(filepath.Separator)}
-	for _, c := range kubeCommands {
-		args = append(args, "k8s.io/kubernetes/cmd/"+c)
+	for _, p := range kubePackages {
+		args = append(args, "k8s.io/kubernetes/"+p)
 	}
 	b.logf("kube build: compiling %s (the long part)", strings.Join(kubeCommands, ", "))
 	start := time.Now()

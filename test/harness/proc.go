@@ -20,8 +20,12 @@ type ProcSpec struct {
 	Name string
 	// Netns, if set, is the full name of the network namespace to run in (`ip netns exec`).
 	Netns string
-	Path  string
-	Args  []string
+	// HostMounts runs in Netns with `nsenter --net` instead, in the root mount namespace:
+	// `ip netns exec` gives each process a mount namespace of its own, and kubelet and
+	// containerd must see each other's mounts.
+	HostMounts bool
+	Path       string
+	Args       []string
 	// Env is added to the harness's own environment.
 	Env []string
 	Dir string
@@ -91,7 +95,10 @@ func (r *Run) Start(spec ProcSpec) (*Proc, error) {
 		return nil, errors.New("harness: run is closed")
 	}
 	path, args := spec.Path, spec.Args
-	if spec.Netns != "" {
+	switch {
+	case spec.Netns != "" && spec.HostMounts:
+		path, args = "nsenter", append([]string{"--net=/run/netns/" + spec.Netns, "--", spec.Path}, spec.Args...)
+	case spec.Netns != "":
 		path, args = "ip", append([]string{"netns", "exec", spec.Netns, spec.Path}, spec.Args...)
 	}
 	out, err := os.OpenFile(filepath.Join(r.LogDir, spec.Name+".out"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)

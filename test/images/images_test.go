@@ -1,0 +1,107 @@
+//go:build linux
+
+package images
+
+import (
+	"archive/tar"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/testenv"
+)
+
+// TestWrite reads back the archives as an importer does: manifest.json names the upstream
+// tag, the config's diff_id is the layer's digest, and the layer holds the image's files.
+func TestWrite(t *testing.T) {
+	testenv.Require(t, "busybox")
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	if err := os.WriteFile(bin, []byte("binary"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bb, err := exec.LookPath("busybox")
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths, err := Write(dir, Sources{Pause: bin, Busybox: bb, Agnhost: bin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{
+		Pause:   {"pause"},
+		Busybox: {"bin/busybox", "bin/sh", "bin/wget", "etc/passwd", "tmp/"},
+		Agnhost: {"agnhost", "bin/sh"},
+	}
+	if len(paths) != len(want) {
+		t.Fatalf("%d archives, want %d", len(paths), len(want))
+	}
+	for _, p := range paths {
+		files := readTar(t, p)
+		var manifest []struct {
+			Config   string
+			RepoTags []string
+			Layers   []string
+		}
+		if err := json.Unmarshal(files["manifest.json"], &manifest); err != nil || len(manifest) != 1 || len(manifest[0].RepoTags) != 1 || len(manifest[0].Layers) != 1 {
+			t.Fatalf("%s: manifest %s (%v)", p, files["manifest.json"], err)
+		}
+		m := manifest[0]
+		var config struct {
+			RootFS struct {
+				DiffIDs []string `json:"diff_ids"`
+			} `json:"rootfs"`
+		}
+		if err := json.Unmarshal(files[m.Config], &config); err != nil {
+			t.Fatal(err)
+		}
+		layer := files[m.Layers[0]]
+		sum := sha256.Sum256(layer)
+		if len(config.RootFS.DiffIDs) != 1 || config.RootFS.DiffIDs[0] != "sha256:"+hex.EncodeToString(sum[:]) {
+			t.Errorf("%s: diff_ids %v, the layer's digest sha256:%x", m.RepoTags[0], config.RootFS.DiffIDs, sum)
+		}
+		names, ok := want[m.RepoTags[0]]
+		if !ok {
+			t.Errorf("unexpected image %s", m.RepoTags[0])
+			continue
+		}
+		inLayer := readTarBytes(t, layer)
+		for _, n := range names {
+			if _, ok := inLayer[n]; !ok {
+				t.Errorf("%s: no %s in its layer", m.RepoTags[0], n)
+			}
+		}
+	}
+}
+
+func readTar(t *testing.T, path string) map[string][]byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return readTarBytes(t, data)
+}
+
+func readTarBytes(t *testing.T, data []byte) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	tr := tar.NewReader(bytes.NewReader(data))
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(tr)
+		out[h.Name] = b
+	}
+}
