@@ -93,7 +93,13 @@ func Start(ctx context.Context, r *harness.Run, opts Options) (*Cluster, error) 
 	if c.kubeBinDir, err = harness.EnsureKubeBinaries(ctx, harness.KubeVersion, r.Logf); err != nil {
 		return nil, err
 	}
-	if c.Kube, err = r.StartKube(ctx, harness.KubeOptions{BinDir: c.kubeBinDir, ServiceCIDR: opts.ServiceCIDR}); err != nil {
+	kopts := harness.KubeOptions{BinDir: c.kubeBinDir, ServiceCIDR: opts.ServiceCIDR}
+	if opts.RealNodes {
+		// Pods reach the API server (CoreDNS does) through the kubernetes Service, whose
+		// endpoint is then the external host, which forwards to it (ExposeAt below).
+		kopts.AdvertiseAddress = harness.ExternalHostIP
+	}
+	if c.Kube, err = r.StartKube(ctx, kopts); err != nil {
 		return nil, err
 	}
 	c.Kube.SetClusterDialer(c.dialCluster)
@@ -123,6 +129,17 @@ func Start(ctx context.Context, r *harness.Run, opts Options) (*Cluster, error) 
 	}
 	if err := c.WaitNodesReady(ctx); err != nil {
 		return nil, err
+	}
+	if opts.RealNodes {
+		if err := c.Kube.ExposeAt(c.External.Netns, c.External.IP); err != nil {
+			return nil, err
+		}
+		if err := c.startExternalDNS(ctx); err != nil {
+			return nil, err
+		}
+		if err := c.deployDNS(ctx); err != nil {
+			return nil, err
+		}
 	}
 	return c, nil
 }

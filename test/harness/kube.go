@@ -57,6 +57,10 @@ type KubeOptions struct {
 	ServiceCIDR string
 	// APIServerOnly starts etcd and the API server but no controller-manager or scheduler.
 	APIServerOnly bool
+	// AdvertiseAddress is the API server's address in the "kubernetes" Service's endpoints
+	// (what pods reach through its ClusterIP); default 127.0.0.1, which pods cannot reach.
+	// Make it reachable with Kube.ExposeAt.
+	AdvertiseAddress string
 	// Extra flags appended to each component's command line. A repeated scalar flag takes
 	// the later value; list flags (--disable-admission-plugins, ...) accumulate instead.
 	APIServerArgs, ControllerManagerArgs, SchedulerArgs []string
@@ -129,7 +133,10 @@ func (r *Run) StartKube(ctx context.Context, opts KubeOptions) (*Kube, error) {
 		procs:   map[string]*Proc{},
 		exposed: map[string]string{},
 	}
-	if err := k.writeCredentials(opts.ServiceCIDR); err != nil {
+	if opts.AdvertiseAddress == "" {
+		opts.AdvertiseAddress = "127.0.0.1"
+	}
+	if err := k.writeCredentials(opts.ServiceCIDR, opts.AdvertiseAddress); err != nil {
 		return nil, fmt.Errorf("kube: credentials: %w", err)
 	}
 	egress, err := startEgressProxy(k.path("egress.sock"))
@@ -210,7 +217,7 @@ func freePort() (int, error) {
 // API server's serving certificate. Generating the serving certificate (instead of letting
 // the API server self-sign one in --cert-dir) gives clients a CA to verify against from the
 // start, valid for 127.0.0.1 in any network namespace the API server is exposed in.
-func (k *Kube) writeCredentials(serviceCIDR string) error {
+func (k *Kube) writeCredentials(serviceCIDR, advertise string) error {
 	if err := os.MkdirAll(filepath.Join(k.dir, "certs"), 0o700); err != nil {
 		return err
 	}
@@ -278,7 +285,7 @@ func (k *Kube) writeCredentials(serviceCIDR string) error {
 		NotAfter:     notBefore.Add(30 * 24 * time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback, kubernetesSvcIP.AsSlice()},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback, kubernetesSvcIP.AsSlice(), net.ParseIP(advertise)},
 		DNSNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
 			"kubernetes.default.svc.cluster.local"},
 	}
@@ -407,7 +414,7 @@ func (k *Kube) startAPIServer(ctx context.Context, opts KubeOptions) error {
 	args := []string{
 		"--etcd-servers=" + k.EtcdURL,
 		"--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1",
+		"--advertise-address=" + opts.AdvertiseAddress,
 		"--secure-port=" + strconv.Itoa(port),
 		"--cert-dir=" + k.path("certs"),
 		"--tls-cert-file=" + k.path("certs", "apiserver.crt"),
@@ -672,6 +679,26 @@ func (k *Kube) writeKubeconfig(path, server string) error {
 	if err := clientcmd.WriteToFile(cfg, path); err != nil {
 		return fmt.Errorf("kube: writing kubeconfig %s: %w", path, err)
 	}
+	return nil
+}
+
+// ExposeAt makes the API server reachable at ip (on its own port) inside the network
+// namespace netns, where ip must be an address of the namespace: the advertise address the
+// "kubernetes" Service sends pods to.
+func (k *Kube) ExposeAt(netns, ip string) error {
+	var ln net.Listener
+	err := InNetns(netns, func() error {
+		var err error
+		ln, err = net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(k.apiPort)))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("kube: listening on %s in %s: %w", ip, netns, err)
+	}
+	fwd := &tcpForwarder{ln: ln, target: net.JoinHostPort("127.0.0.1", strconv.Itoa(k.apiPort)), conns: map[net.Conn]struct{}{}}
+	fwd.wg.Add(1)
+	go fwd.serve()
+	k.r.AddCleanup("kube API forwarder at "+ip+" in "+netns, fwd.Close)
 	return nil
 }
 

@@ -27,6 +27,7 @@ const (
 	Pause   = "registry.k8s.io/pause:3.10.1"
 	Busybox = "registry.k8s.io/e2e-test-images/busybox:1.37.0-1"
 	Agnhost = "registry.k8s.io/e2e-test-images/agnhost:2.56"
+	CoreDNS = "registry.k8s.io/coredns/coredns:v1.12.1"
 )
 
 // Sources are the files the images are made of.
@@ -34,6 +35,7 @@ type Sources struct {
 	Pause   string // test/cmd/pause, static
 	Busybox string // Debian's busybox-static: /bin/busybox
 	Agnhost string // k8s.io/kubernetes/test/images/agnhost at the cluster's release, static
+	CoreDNS string // github.com/coredns/coredns at the image's version, static
 }
 
 // file is one entry of a layer.
@@ -66,6 +68,7 @@ func Write(dir string, s Sources) ([]string, error) {
 		// busybox userland stands in for the shell tools upstream's image carries.
 		{name: Agnhost, files: append(bb, file{path: "agnhost", mode: 0o755, src: s.Agnhost}),
 			entrypoint: []string{"/agnhost"}, cmd: []string{"pause"}},
+		{name: CoreDNS, files: []file{{path: "coredns", mode: 0o755, src: s.CoreDNS}}, entrypoint: []string{"/coredns"}},
 	}
 	var paths []string
 	for _, img := range all {

@@ -30,7 +30,7 @@ func TestWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	paths, err := Write(dir, Sources{Pause: bin, Busybox: bb, Agnhost: bin})
+	paths, err := Write(dir, Sources{Pause: bin, Busybox: bb, Agnhost: bin, CoreDNS: bin})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,6 +38,7 @@ func TestWrite(t *testing.T) {
 		Pause:   {"pause"},
 		Busybox: {"bin/busybox", "bin/sh", "bin/wget", "etc/passwd", "tmp/"},
 		Agnhost: {"agnhost", "bin/sh"},
+		CoreDNS: {"coredns"},
 	}
 	if len(paths) != len(want) {
 		t.Fatalf("%d archives, want %d", len(paths), len(want))

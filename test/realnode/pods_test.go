@@ -32,7 +32,7 @@ func TestPods(t *testing.T) {
 	n1, n2 := cl.Nodes[0], cl.Nodes[1]
 	create(ctx, t, netexec(ns, "web-1", n1.Name, 8080, false))
 	create(ctx, t, netexec(ns, "web-2", n2.Name, 8080, false))
-	create(ctx, t, netexec(ns, "host-2", n2.Name, 8081, true))
+	create(ctx, t, netexec(ns, "host-2", n2.Name, 8082, true))
 	client := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "client", Namespace: ns},
 		Spec: corev1.PodSpec{
@@ -68,7 +68,7 @@ func TestPods(t *testing.T) {
 	for _, target := range []struct{ what, url, want string }{
 		{"same node", fmt.Sprintf("http://%s:8080/hostname", pods["web-1"].Status.PodIP), "web-1"},
 		{"other node", fmt.Sprintf("http://%s:8080/hostname", pods["web-2"].Status.PodIP), "web-2"},
-		{"hostNetwork pod", fmt.Sprintf("http://%s:8081/hostname", n2.IP), ""},
+		{"hostNetwork pod", fmt.Sprintf("http://%s:8082/hostname", n2.IP), ""},
 	} {
 		// Not wget -T: Debian's busybox-static wget crashes with it (exit 139).
 		out := kubectl(ctx, t, "exec", "-n", ns, "client", "-c", "c", "--", "timeout", "5", "wget", "-q", "-O", "-", target.url)
@@ -149,4 +149,9 @@ func kubectl(ctx context.Context, t *testing.T, args ...string) string {
 		t.Errorf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return string(out)
+}
+
+func osexec(ctx context.Context, path string, args ...string) (string, error) {
+	out, err := exec.CommandContext(ctx, path, args...).CombinedOutput()
+	return string(out), err
 }
