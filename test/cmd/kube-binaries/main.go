@@ -1,9 +1,9 @@
 //go:build linux
 
 // Command kube-binaries builds (once, into the harness's cache outside the repository) the
-// kube-apiserver, kube-controller-manager and kube-scheduler the test harness runs, and
-// prints the directory that holds them. `make` calls it before the tests so that no test
-// package spends its timeout on a 5-8 minute cold build.
+// Kubernetes binaries the test harness runs (control plane, kubelet, kubectl, agnhost) and
+// CoreDNS, and prints the directory that holds the Kubernetes ones. `make` calls it before
+// the tests so that no test package spends its timeout on a cold build.
 package main
 
 import (
@@ -34,7 +34,13 @@ func run(version string) (string, error) {
 	// Ctrl-C cancels the go commands; the build leaves nothing half-written behind.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return harness.EnsureKubeBinaries(ctx, version, func(format string, args ...any) {
-		log.Printf(format, args...)
-	})
+	logf := func(format string, args ...any) { log.Printf(format, args...) }
+	dir, err := harness.EnsureKubeBinaries(ctx, version, logf)
+	if err != nil {
+		return "", err
+	}
+	if _, err := harness.EnsureCoreDNS(ctx, logf); err != nil {
+		return "", err
+	}
+	return dir, nil
 }
