@@ -333,3 +333,26 @@ func (c *Cluster) dialCluster(ctx context.Context, addr string) (net.Conn, error
 	})
 	return conn, err
 }
+
+// PodNetnsPath returns the path of the network namespace of pod namespace/name on node n:
+// the kubelet stand-in's named namespace, or, on a real node, the sandbox containerd made,
+// which the pod's port on br-int names (external_ids:ovnt-sandbox).
+func (n *Node) PodNetnsPath(ctx context.Context, namespace, name string) (string, error) {
+	if n.real == nil {
+		ns, ok := n.Kubelet.PodNetns(namespace, name)
+		if !ok {
+			return "", fmt.Errorf("no sandbox of %s/%s on %s", namespace, name, n.Name)
+		}
+		return "/run/netns/" + ns, nil
+	}
+	port, err := n.VSCtl(ctx, "--bare", "--columns=name", "find", "Interface", "external_ids:ovnt-pod="+namespace+"/"+name)
+	if err != nil || strings.TrimSpace(port) == "" {
+		return "", fmt.Errorf("no port of %s/%s on %s: %q (%v)", namespace, name, n.Name, port, err)
+	}
+	out, err := n.VSCtl(ctx, "get", "Interface", strings.Fields(port)[0], "external_ids:ovnt-sandbox")
+	path := strings.Trim(strings.TrimSpace(out), `"`)
+	if err != nil || path == "" {
+		return "", fmt.Errorf("port %s of %s/%s names no sandbox: %q (%v)", port, namespace, name, out, err)
+	}
+	return path, nil
+}

@@ -90,7 +90,10 @@ func TestFlows(t *testing.T) {
 	}
 
 	// DNS itself, from inside the client pod's network namespace: UDP and TCP, A and SRV.
-	sandbox := podNetns(ctx, t, n1, ns, "client")
+	sandbox, err := n1.PodNetnsPath(ctx, ns, "client")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, proto := range []string{"udp", "tcp"} {
 		// The resolver queries from goroutines of its own: each socket is opened inside the
 		// pod's namespace, where it then stays.
@@ -131,21 +134,6 @@ func podExec(ctx context.Context, ns, pod string, cmd ...string) (string, error)
 	args := append([]string{"--kubeconfig", cl.Kube.Kubeconfig, "exec", "-n", ns, pod, "--"}, cmd...)
 	out, err := osexec(ctx, filepath.Join(dir, "kubectl"), args...)
 	return out, err
-}
-
-// podNetns is the path of the pod's network namespace, from its port on the node's br-int.
-func podNetns(ctx context.Context, t *testing.T, n *cluster.Node, ns, pod string) string {
-	t.Helper()
-	name, err := n.VSCtl(ctx, "--bare", "--columns=name", "find", "Interface", "external_ids:ovnt-pod="+ns+"/"+pod)
-	if err != nil || strings.TrimSpace(name) == "" {
-		t.Fatalf("%s/%s: no port on %s: %q (%v)", ns, pod, n.Name, name, err)
-	}
-	out, err := n.VSCtl(ctx, "get", "Interface", strings.TrimSpace(name), "external_ids:ovnt-sandbox")
-	path := strings.Trim(strings.TrimSpace(out), `"`)
-	if err != nil || path == "" {
-		t.Fatalf("%s/%s: port %s names no sandbox: %q (%v)", ns, pod, name, out, err)
-	}
-	return path
 }
 
 // externalHTTP serves body on the external host at :8080 with busybox httpd.

@@ -109,8 +109,9 @@ func serve(c *cli.Context) error {
 	return nil
 }
 
-// build starts the whole cluster (control plane, OVN, master, node agents, kubelets) with the
-// binaries beside this one, and the sample workloads.
+// build starts the whole cluster (control plane, OVN, master, node agents, the real kubelet
+// and containerd on every node, cluster DNS) with the binaries beside this one, and the
+// sample workloads.
 func build(ctx context.Context, r *harness.Run, dir string, nodes int) (*cluster.Cluster, state, error) {
 	s := state{Netns: map[string]string{}}
 	self, err := os.Executable()
@@ -121,7 +122,7 @@ func build(ctx context.Context, r *harness.Run, dir string, nodes int) (*cluster
 	for i := range names {
 		names[i] = fmt.Sprintf("node%d", i+1)
 	}
-	c, err := cluster.Start(ctx, r, cluster.Options{Nodes: names, BinDir: filepath.Dir(self)})
+	c, err := cluster.Start(ctx, r, cluster.Options{Nodes: names, BinDir: filepath.Dir(self), RealNodes: true})
 	if err != nil {
 		return nil, s, err
 	}
@@ -131,9 +132,12 @@ func build(ctx context.Context, r *harness.Run, dir string, nodes int) (*cluster
 	}
 	s.NBRemote, s.SBRemote = c.Central.NBRemote, c.Central.SBRemote
 	for _, n := range c.Nodes {
-		s.Netns["node/"+n.Name] = n.Netns
+		s.Netns["node/"+n.Name] = "/run/netns/" + n.Netns
 	}
-	s.Netns["external"] = c.External.Netns
+	s.Netns["external"] = "/run/netns/" + c.External.Netns
+	if s.Kubectl, err = kubectlPath(ctx); err != nil {
+		return nil, s, err
+	}
 	if err := createSamples(ctx, c); err != nil {
 		return nil, s, err
 	}
@@ -193,14 +197,17 @@ func show(ctx context.Context, s state) error {
 		fmt.Printf("\n$ %s %s\n%s", cmd[0], strings.Join(cmd[2:], " "), out)
 	}
 	connectivity(ctx, s)
+	dnsCheck(ctx, s)
 	fmt.Printf("\n_output/bin/kubectl --kubeconfig %s get pods -A -o wide\n", s.Kubeconfig)
+	fmt.Printf("_output/bin/kubectl --kubeconfig %s exec -n demo-client client -- wget -q -O - http://web.demo/hostname\n", s.Kubeconfig)
 	fmt.Println("_output/bin/ovnt-sandbox exec demo-client/client -- ip addr")
 	fmt.Println("stop it with: make sandbox-down")
 	return nil
 }
 
-// execCmd runs a command inside a node's or the external host's network namespace, with
-// this terminal's standard streams.
+// execCmd runs a host command inside a pod's, a node's or the external host's network
+// namespace (nsenter --net), with this terminal's standard streams: the host's tools, which
+// the pod's image may not have, next to kubectl exec, which runs the pod's own.
 func execCmd(c *cli.Context) error {
 	args := c.Args().Slice()
 	if len(args) > 0 && args[0] == "--" {
@@ -232,7 +239,7 @@ func execCmd(c *cli.Context) error {
 		sort.Strings(known)
 		return fmt.Errorf("unknown target %q (known: %s)", target, strings.Join(known, ", "))
 	}
-	cmd := exec.Command("ip", append([]string{"netns", "exec", ns}, cmdline...)...)
+	cmd := exec.Command("nsenter", append([]string{"--net=" + ns, "--"}, cmdline...)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	err = cmd.Run()
 	var exit *exec.ExitError
@@ -256,4 +263,27 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// dnsCheck resolves the sample Service through cluster DNS from inside the client pod
+// (kubectl exec: the pod's own resolver), and fetches from it by its namespace-qualified
+// name (the pod's search list).
+func dnsCheck(ctx context.Context, s state) {
+	// busybox nslookup does not apply the search list; wget (the C library's resolver) does.
+	for _, cmd := range [][]string{{"nslookup", "web.demo.svc.cluster.local"}, {"timeout", "5", "wget", "-q", "-O", "-", "http://web.demo/hostname"}} {
+		fmt.Printf("\n$ kubectl exec -n demo-client client -- %s\n", strings.Join(cmd, " "))
+		args := append([]string{"--kubeconfig", s.Kubeconfig, "exec", "-n", "demo-client", "client", "--"}, cmd...)
+		out, err := exec.CommandContext(ctx, s.Kubectl, args...).CombinedOutput()
+		if err != nil {
+			fmt.Printf("  %s: FAILED: %v\n%s", strings.Join(cmd, " "), err, out)
+			continue
+		}
+		fmt.Printf("%s", out)
+	}
+}
+
+// kubectlPath is the kubectl the harness built.
+func kubectlPath(ctx context.Context) (string, error) {
+	dir, err := harness.EnsureKubeBinaries(ctx, harness.KubeVersion, nil)
+	return filepath.Join(dir, "kubectl"), err
 }

@@ -5,6 +5,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"net/netip"
 	"strings"
 	"time"
@@ -16,10 +19,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	nsenter "github.com/ovn-transparent/ovn-transparent/internal/netns"
 	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
 	"github.com/ovn-transparent/ovn-transparent/test/cluster"
-	"github.com/ovn-transparent/ovn-transparent/test/harness"
-	"github.com/ovn-transparent/ovn-transparent/test/probe"
+	"github.com/ovn-transparent/ovn-transparent/test/images"
 )
 
 // The sample workloads: web servers on both nodes in one namespace, a client in another, and
@@ -87,11 +90,16 @@ func createSamples(ctx context.Context, c *cluster.Cluster) error {
 		if c.Node(node) == nil {
 			node = c.Nodes[0].Name
 		}
+		// Every sample runs agnhost netexec, as the upstream e2e tests do: GET /hostname
+		// answers the pod's name.
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: s.namespace, Name: s.name, Labels: map[string]string{"app": s.name, "tier": tier(s.name)}},
-			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{
-				Name: "workload", Image: "ovnt-workload",
+			Spec: corev1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: new(int64), Containers: []corev1.Container{{
+				Name: "netexec", Image: images.Agnhost,
+				Args:  []string{"netexec", fmt.Sprintf("--http-port=%d", samplePort), "--udp-port=-1"},
 				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: samplePort, Protocol: corev1.ProtocolTCP}},
+				ReadinessProbe: &corev1.Probe{PeriodSeconds: 1, ProbeHandler: corev1.ProbeHandler{
+					HTTPGet: &corev1.HTTPGetAction{Path: "/hostname", Port: intstr.FromString("http")}}},
 			}}},
 		}
 		if _, err := cs.CoreV1().Pods(s.namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
@@ -134,7 +142,8 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
-// podNetns maps every pod some kubelet runs to its network namespace.
+// podNetns maps every running pod that has a network of its own to the path of its
+// network namespace.
 func podNetns(ctx context.Context, c *cluster.Cluster) map[string]string {
 	out := map[string]string{}
 	pods, err := c.Kube.Client().CoreV1().Pods("").List(ctx, metav1.ListOptions{})
@@ -142,9 +151,12 @@ func podNetns(ctx context.Context, c *cluster.Cluster) map[string]string {
 		return out
 	}
 	for _, p := range pods.Items {
+		if p.Spec.HostNetwork || p.Status.Phase != corev1.PodRunning {
+			continue
+		}
 		if n := c.Node(p.Spec.NodeName); n != nil {
-			if ns, ok := n.Kubelet.PodNetns(p.Namespace, p.Name); ok {
-				out[p.Namespace+"/"+p.Name] = ns
+			if path, err := n.PodNetnsPath(ctx, p.Namespace, p.Name); err == nil {
+				out[p.Namespace+"/"+p.Name] = path
 			}
 		}
 	}
@@ -213,17 +225,30 @@ func probeWebPods(ctx context.Context, cs kubernetes.Interface, netns string, ti
 	}
 }
 
-// probeFrom opens a TCP connection from netns to addr and returns the workload's answer.
+// probeFrom asks the netexec server at addr for its host name (GET /hostname) over a
+// connection opened inside the network namespace at path netns, and returns the answer.
 func probeFrom(ctx context.Context, netns, addr string, timeout time.Duration) (string, error) {
-	var line string
-	err := harness.InNetns(netns, func() error {
-		c, cancel := context.WithTimeout(ctx, timeout)
-		defer cancel()
-		var err error
-		line, err = probe.TCP(c, addr)
-		return err
-	})
-	return line, err
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, network, addr string) (conn net.Conn, err error) {
+			err = nsenter.Do(netns, func() error {
+				conn, err = (&net.Dialer{}).DialContext(ctx, network, addr)
+				return err
+			})
+			return conn, err
+		}}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/hostname", nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 256))
+	return strings.TrimSpace(string(body)), err
 }
 
 // serviceConnectivity probes the sample Service: its ClusterIP from the client pod, and its

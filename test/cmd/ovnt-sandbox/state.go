@@ -18,8 +18,9 @@ type state struct {
 	Kubeconfig string            `json:"kubeconfig"`
 	NBRemote   string            `json:"nbRemote"`
 	SBRemote   string            `json:"sbRemote"`
-	Netns      map[string]string `json:"netns"` // "node/<name>" and "external" -> namespace
-	Pods       map[string]string `json:"pods"`  // "<namespace>/<pod>" -> namespace, refreshed every second
+	Kubectl    string            `json:"kubectl"`
+	Netns      map[string]string `json:"netns"` // "node/<name>" and "external" -> namespace path
+	Pods       map[string]string `json:"pods"`  // "<namespace>/<pod>" -> namespace path, refreshed every second
 }
 
 func statePath(dir string) string { return filepath.Join(dir, "state.json") }
