@@ -7,7 +7,6 @@ package e2e
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"testing"
@@ -24,52 +23,15 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(runMain(m))
-}
-
-func runMain(m *testing.M) int {
-	if flag.Parse(); testing.Short() {
-		fmt.Fprintln(os.Stderr, "e2e: integration tier, not run under -short (make test-unit)")
-		return 0
-	}
-	if missing := harness.Missing("ovsdb-server", "ovs-vswitchd", "ovn-controller", "ovn-northd", "etcd", "ip"); len(missing) > 0 {
-		if os.Getenv("CI") == "true" {
-			fmt.Fprintf(os.Stderr, "e2e: prerequisites missing on CI: %v\n", missing)
-			return 1
-		}
-		fmt.Fprintf(os.Stderr, "e2e: skipping, prerequisites missing: %v (run make test as root)\n", missing)
-		return 0
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	var err error
-	run, err = harness.NewRun(harness.Options{Logf: logf})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return 1
-	}
-	start := time.Now()
-	// node3 is only for TestNodeDeleted, which takes it out of the cluster.
-	cl, err = cluster.Start(ctx, run, cluster.Options{Nodes: []string{"node1", "node2", "node3"}})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: starting the cluster:", err)
-		run.MarkFailed()
-		run.Close()
-		return 1
-	}
-	logf("e2e: cluster up in %s", time.Since(start).Round(time.Millisecond))
-	code := m.Run()
-	if code != 0 {
-		dumpOVN()
-		run.MarkFailed()
-	}
-	if err := run.Close(); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: teardown:", err)
-		if code == 0 {
-			code = 1
-		}
-	}
-	return code
+	os.Exit(cluster.RunTests(m, cluster.MainOptions{
+		Name: "e2e",
+		// node3 is only for TestNodeDeleted, which takes it out of the cluster.
+		Cluster: cluster.Options{Nodes: []string{"node1", "node2", "node3"}},
+		Timeout: 10 * time.Minute,
+		Started: func(r *harness.Run, c *cluster.Cluster) { run, cl = r, c },
+		Failed:  dumpOVN,
+		Logf:    logf,
+	}))
 }
 
 func logf(format string, args ...any) {
