@@ -34,6 +34,17 @@ type NetConf struct {
 // RuntimeConfig is the part of the runtime's runtimeConfig the plugin reads.
 type RuntimeConfig struct {
 	DNS *RuntimeDNS `json:"dns,omitempty"`
+	// PortMappings is the "portMappings" capability: the pod's hostPorts.
+	PortMappings []PortMapping `json:"portMappings,omitempty"`
+}
+
+// PortMapping is one hostPort of a pod: connections to HostIP:HostPort (HostIP empty: the
+// node's address) reach the pod's ContainerPort.
+type PortMapping struct {
+	HostPort      int    `json:"hostPort"`
+	ContainerPort int    `json:"containerPort"`
+	Protocol      string `json:"protocol,omitempty"` // tcp, udp or sctp; empty is tcp
+	HostIP        string `json:"hostIP,omitempty"`
 }
 
 // RuntimeDNS is the "dns" capability: the servers and the pod namespace's search list.
@@ -69,7 +80,7 @@ func ConfList(socket string) ([]byte, error) {
 		Type   string `json:"type"`
 		Socket string `json:"socket"`
 		// dns: kubelet's resolver settings reach the plugin (used on Windows, where the
-		// pod's resolver is its HNS endpoint's).
+		// pod's resolver is its HNS endpoint's); portMappings: the pod's hostPorts.
 		Capabilities map[string]bool `json:"capabilities"`
 	}
 	list := struct {
@@ -77,7 +88,7 @@ func ConfList(socket string) ([]byte, error) {
 		CNIVersions []string `json:"cniVersions"`
 		Name        string   `json:"name"`
 		Plugins     []plugin `json:"plugins"`
-	}{ConfListVersion, ConfListVersions, NetworkName, []plugin{{PluginType, socket, map[string]bool{"dns": true}}}}
+	}{ConfListVersion, ConfListVersions, NetworkName, []plugin{{PluginType, socket, map[string]bool{"dns": true, "portMappings": true}}}}
 	b, err := json.MarshalIndent(list, "", "  ")
 	if err != nil {
 		return nil, err

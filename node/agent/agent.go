@@ -14,10 +14,12 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/cni"
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/node/cniserver"
 	"github.com/ovn-transparent/ovn-transparent/node/gateway"
 	"github.com/ovn-transparent/ovn-transparent/node/hostnet"
 	"github.com/ovn-transparent/ovn-transparent/node/install"
+	"github.com/ovn-transparent/ovn-transparent/node/localnat"
 	"github.com/ovn-transparent/ovn-transparent/node/ovs"
 	"github.com/ovn-transparent/ovn-transparent/node/pods"
 )
@@ -65,7 +67,11 @@ func Run(ctx context.Context, cfg Config, log logr.Logger) error {
 	srv := cniserver.New(cniserver.Config{
 		Bridge: IntegrationBridge, MTU: cfg.MTU,
 		AnnotationTimeout: cfg.AnnotationTTL, InstallTimeout: cfg.PortInstallTimeout,
+		NodeIP: addr.IP.Addr(), HostPorts: hostPortNAT(cfg, log),
 	}, host, sw, watcher, ready, log.WithName("cni"))
+	if err := srv.SyncHostPorts(ctx); err != nil {
+		return err
+	}
 	go srv.NewCollector(watcher.Exists, cfg.LeakCollect).Run(ctx)
 	ln, err := cniserver.Listen(ctx, cfg.CNISocket)
 	if err != nil {
@@ -116,3 +122,17 @@ func pluginPath(cfg Config) string {
 	}
 	return filepath.Join(filepath.Dir(self), filepath.Base(cni.PluginType)+filepath.Ext(self))
 }
+
+// hostPortNAT is where pods' host ports open: a table of the node's own, which also
+// rewrites connections arriving from outside; nil where the system has none (Windows).
+func hostPortNAT(cfg Config, log logr.Logger) localnat.NAT {
+	nat, err := localnat.New(localnat.Config{MgmtIface: contract.MgmtIfName(cfg.NodeName), Table: HostPortTable, Incoming: true})
+	if err != nil {
+		log.Info("pods with a hostPort cannot start on this node", "reason", err.Error())
+		return nil
+	}
+	return nat
+}
+
+// HostPortTable is the nf_tables table that holds the node's host ports.
+const HostPortTable = "ovnt-hostport"

@@ -2,6 +2,7 @@ package cniserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -50,9 +51,23 @@ func (s *Server) add(ctx context.Context, req cni.Request, conf cni.NetConf) ([]
 	if d := conf.RuntimeConfig.DNS; d != nil {
 		p.DNS = podDNS(d)
 	}
-	att, err := s.attach(ctx, pod, uid, p)
+	var podIP netip.Addr
+	if len(pn.IPs) > 0 {
+		podIP = pn.IPs[0].Addr()
+	}
+	hps, err := s.hostPorts(conf.RuntimeConfig.PortMappings, podIP)
 	if err != nil {
 		return nil, fail(err)
+	}
+	att, err := s.attach(ctx, pod, uid, p, hps)
+	if err != nil {
+		return nil, fail(err)
+	}
+	if len(hps) > 0 {
+		// The runtime DELs a failed ADD, and DEL takes the port and its host ports away.
+		if err := s.syncHostPorts(ctx); err != nil {
+			return nil, fail(err)
+		}
 	}
 	out, err := result(conf.CNIVersion, p, att)
 	if err != nil {
@@ -79,7 +94,7 @@ func (s *Server) podInterface(req cni.Request, pn contract.PodNetwork) hostnet.P
 
 // attach makes the interface and the port and waits for ovn-controller; on failure it
 // undoes what this call created (and only that: a repeated ADD leaves the first one's work).
-func (s *Server) attach(ctx context.Context, pod cni.PodArgs, uid string, p hostnet.PodInterface) (hostnet.Attached, error) {
+func (s *Server) attach(ctx context.Context, pod cni.PodArgs, uid string, p hostnet.PodInterface, hps []hostPort) (hostnet.Attached, error) {
 	success := false
 	att, err := s.host.CreatePodInterface(ctx, p)
 	if err != nil {
@@ -95,7 +110,7 @@ func (s *Server) attach(ctx context.Context, pod cni.PodArgs, uid string, p host
 		}
 	}()
 	portCreated, err := s.sw.EnsurePort(ctx, s.cfg.Bridge, ovs.Port{Name: att.HostIfName, Type: att.PortType,
-		MTURequest: att.PortMTU, ExternalIDs: portIDs(pod, uid, p)})
+		MTURequest: att.PortMTU, ExternalIDs: portIDs(pod, uid, p, hps)})
 	if err != nil {
 		return att, err
 	}
@@ -131,7 +146,7 @@ func (s *Server) attach(ctx context.Context, pod cni.PodArgs, uid string, p host
 }
 
 // portIDs are the external_ids of the pod's interface in the switch.
-func portIDs(pod cni.PodArgs, uid string, p hostnet.PodInterface) map[string]string {
+func portIDs(pod cni.PodArgs, uid string, p hostnet.PodInterface, hps []hostPort) map[string]string {
 	ids := map[string]string{
 		KeyIfaceID:     contract.PodPort(pod.Namespace, pod.Name),
 		KeyAttachedMAC: p.MAC.String(),
@@ -142,6 +157,10 @@ func portIDs(pod cni.PodArgs, uid string, p hostnet.PodInterface) map[string]str
 	}
 	if uid != "" {
 		ids[KeyIfaceIDVer] = uid
+	}
+	if len(hps) > 0 {
+		b, _ := json.Marshal(hps) // plain values: cannot fail
+		ids[KeyHostPorts] = string(b)
 	}
 	return ids
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/cni"
@@ -15,8 +16,9 @@ const checkAnnotationWait = 5 * time.Second
 
 // check verifies the attachment against the master's annotation: the interface in the pod's
 // namespace with the pod's MAC, addresses and default routes, and its port on br-int bound
-// to the pod's logical port and installed by ovn-controller.
-func (s *Server) check(ctx context.Context, req cni.Request) error {
+// to the pod's logical port (with the host ports the runtime asks for) and installed by
+// ovn-controller.
+func (s *Server) check(ctx context.Context, req cni.Request, conf cni.NetConf) error {
 	if err := required(req, true); err != nil {
 		return err
 	}
@@ -42,8 +44,16 @@ func (s *Server) check(ctx context.Context, req cni.Request) error {
 	if !ok {
 		return fail(fmt.Errorf("no port %s on %s", p.HostIfName, s.cfg.Bridge))
 	}
+	var podIP netip.Addr
+	if len(pn.IPs) > 0 {
+		podIP = pn.IPs[0].Addr()
+	}
+	hps, err := s.hostPorts(conf.RuntimeConfig.PortMappings, podIP)
+	if err != nil {
+		return fail(err)
+	}
 	var errs []error
-	for k, v := range portIDs(pod, uid, p) {
+	for k, v := range portIDs(pod, uid, p, hps) {
 		if iface.ExternalIDs[k] != v {
 			errs = append(errs, fmt.Errorf("port %s has external_ids:%s=%q, want %q", p.HostIfName, k, iface.ExternalIDs[k], v))
 		}

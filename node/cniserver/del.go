@@ -37,10 +37,17 @@ func (s *Server) del(ctx context.Context, req cni.Request) error {
 	return nil
 }
 
-// detach removes one attachment's port and interface; the caller holds its container lock.
+// detach removes one attachment's port and interface, and the host ports the port
+// recorded; the caller holds its container lock.
 func (s *Server) detach(ctx context.Context, ref hostnet.PodRef) error {
+	iface, _ := s.sw.Interface(ctx, ref.HostIfName)
 	if err := s.sw.DeletePort(ctx, ref.HostIfName); err != nil {
 		return err
+	}
+	if iface.ExternalIDs[KeyHostPorts] != "" {
+		if err := s.syncHostPorts(ctx); err != nil {
+			return err
+		}
 	}
 	return s.host.DeletePodInterface(ctx, ref)
 }

@@ -7,6 +7,7 @@ package cniserver
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"slices"
 	"sync"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/ovn-transparent/ovn-transparent/internal/cni"
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/node/hostnet"
+	"github.com/ovn-transparent/ovn-transparent/node/localnat"
 	"github.com/ovn-transparent/ovn-transparent/node/ovs"
 )
 
@@ -40,6 +42,11 @@ type Config struct {
 	// wait for ovn-controller to install the port.
 	AnnotationTimeout time.Duration
 	InstallTimeout    time.Duration
+	// NodeIP is where pods' host ports open when the runtime names no host IP.
+	NodeIP netip.Addr
+	// HostPorts holds the node's host port rules (the portMappings capability); nil on
+	// systems without an implementation, where a pod with a hostPort fails to start.
+	HostPorts localnat.NAT
 }
 
 // PodNetworks gives a pod's network as the master allocated it.
@@ -83,7 +90,7 @@ func (s *Server) Handle(ctx context.Context, req cni.Request) ([]byte, error) {
 	case "DEL":
 		err = s.del(ctx, req)
 	case "CHECK":
-		err = s.check(ctx, req)
+		err = s.check(ctx, req, conf)
 	case "GC":
 		err = s.gc(ctx, conf)
 	case "STATUS":

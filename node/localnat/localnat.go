@@ -1,10 +1,13 @@
-// Package localnat lets the node reach its own NodePorts. A connection the host opens to its
+// Package localnat lets the node reach its own NodePorts, and opens pods' host ports. A connection the host opens to its
 // own node IP never crosses the gateway bridge (the kernel delivers it locally), so the
 // gateway router's load balancers never see it. The node rewrites such connections itself:
 // nodeIP:nodePort becomes the Service's ClusterIP:port, which the host reaches through the
 // management port like any ClusterIP, and the source becomes the management port's address
 // so the answer comes back the same way (from the node IP it would leave through the
 // gateway router).
+//
+// A pod's hostPort (the CNI portMappings capability) is the same rewrite, nodeIP:hostPort to
+// podIP:containerPort, also for connections that arrive from outside the node (Incoming).
 //
 // Linux does it with nf_tables in one table of its own, replaced atomically at every Sync;
 // Windows has no implementation yet.
@@ -62,6 +65,13 @@ type Config struct {
 	// MgmtIface is the management port's interface: connections rewritten by a Rule are
 	// masqueraded to its address when they leave through it.
 	MgmtIface string
+	// Table is the nf_tables table the NAT owns; default TableName. Each user of the
+	// package owns a table of its own, since Sync replaces it whole.
+	Table string
+	// Incoming also rewrites connections that arrive at the node from elsewhere (the
+	// uplink, pods reaching the node IP): what a pod's hostPort needs. Local NodePort
+	// access rewrites only the host's own.
+	Incoming bool
 }
 
 // NAT holds the node's local NodePort rules.

@@ -25,6 +25,9 @@ func newNAT(cfg Config) (NAT, error) {
 	if cfg.MgmtIface == "" || len(cfg.MgmtIface) >= unix.IFNAMSIZ {
 		return nil, fmt.Errorf("localnat: management interface name %q", cfg.MgmtIface)
 	}
+	if cfg.Table == "" {
+		cfg.Table = TableName
+	}
 	return &nftNAT{cfg: cfg}, nil
 }
 
@@ -44,7 +47,7 @@ func (n *nftNAT) Sync(_ context.Context, rules []Rule) error {
 	if err != nil {
 		return fmt.Errorf("localnat: %w", err)
 	}
-	t := &nftables.Table{Name: TableName, Family: nftables.TableFamilyIPv4}
+	t := &nftables.Table{Name: n.cfg.Table, Family: nftables.TableFamilyIPv4}
 	c.AddTable(t)
 	c.DelTable(t)
 	c.AddTable(t)
@@ -56,6 +59,13 @@ func (n *nftNAT) Sync(_ context.Context, rules []Rule) error {
 		Hooknum: nftables.ChainHookPostrouting, Priority: nftables.ChainPriorityNATSource})
 	for _, r := range rules {
 		c.AddRule(&nftables.Rule{Table: t, Chain: out, Exprs: dnatExprs(r)})
+	}
+	if n.cfg.Incoming {
+		pre := c.AddChain(&nftables.Chain{Name: "prerouting", Table: t, Type: nftables.ChainTypeNAT,
+			Hooknum: nftables.ChainHookPrerouting, Priority: nftables.ChainPriorityNATDest})
+		for _, r := range rules {
+			c.AddRule(&nftables.Rule{Table: t, Chain: pre, Exprs: dnatExprs(r)})
+		}
 	}
 	// The source the host chose for a local destination is the node IP; the backend's
 	// answer to it would leave OVN through the gateway router. The management port's
@@ -70,7 +80,7 @@ func (n *nftNAT) Sync(_ context.Context, rules []Rule) error {
 		&expr.Masq{},
 	}})
 	if err := c.Flush(); err != nil {
-		return fmt.Errorf("localnat: replacing table %s (%d rules): %w", TableName, len(rules), err)
+		return fmt.Errorf("localnat: replacing table %s (%d rules): %w", n.cfg.Table, len(rules), err)
 	}
 	return nil
 }
@@ -105,11 +115,11 @@ func (n *nftNAT) Delete(context.Context) error {
 	if err != nil {
 		return fmt.Errorf("localnat: %w", err)
 	}
-	t := &nftables.Table{Name: TableName, Family: nftables.TableFamilyIPv4}
+	t := &nftables.Table{Name: n.cfg.Table, Family: nftables.TableFamilyIPv4}
 	c.AddTable(t)
 	c.DelTable(t)
 	if err := c.Flush(); err != nil {
-		return fmt.Errorf("localnat: deleting table %s: %w", TableName, err)
+		return fmt.Errorf("localnat: deleting table %s: %w", n.cfg.Table, err)
 	}
 	return nil
 }
