@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 	"github.com/ovn-transparent/ovn-transparent/test/images"
@@ -299,10 +301,11 @@ func (c *Cluster) imageArchives(ctx context.Context) ([]string, error) {
 			return
 		}
 		c.imagesList, c.imagesErr = images.Write(dir, images.Sources{
-			Pause:   filepath.Join(c.BinDir, "pause"),
-			Busybox: "/bin/busybox",
-			Agnhost: filepath.Join(c.kubeBinDir, "agnhost"),
-			CoreDNS: coredns,
+			Pause:    filepath.Join(c.BinDir, "pause"),
+			Busybox:  "/bin/busybox",
+			Agnhost:  filepath.Join(c.kubeBinDir, "agnhost"),
+			CoreDNS:  coredns,
+			Workload: filepath.Join(c.BinDir, "ovnt-workload"),
 		})
 	})
 	return c.imagesList, c.imagesErr
@@ -345,9 +348,16 @@ func (n *Node) PodNetnsPath(ctx context.Context, namespace, name string) (string
 		}
 		return "/run/netns/" + ns, nil
 	}
-	port, err := n.VSCtl(ctx, "--bare", "--columns=name", "find", "Interface", "external_ids:ovnt-pod="+namespace+"/"+name)
+	// The port of this pod, not of an earlier one of the same name whose sandbox kubelet
+	// has not torn down yet.
+	pod, err := n.c.Kube.Client().CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	port, err := n.VSCtl(ctx, "--bare", "--columns=name", "find", "Interface",
+		"external_ids:ovnt-pod="+namespace+"/"+name, "external_ids:iface-id-ver="+string(pod.UID))
 	if err != nil || strings.TrimSpace(port) == "" {
-		return "", fmt.Errorf("no port of %s/%s on %s: %q (%v)", namespace, name, n.Name, port, err)
+		return "", fmt.Errorf("no port of %s/%s (uid %s) on %s: %q (%v)", namespace, name, pod.UID, n.Name, port, err)
 	}
 	out, err := n.VSCtl(ctx, "get", "Interface", strings.Fields(port)[0], "external_ids:ovnt-sandbox")
 	path := strings.Trim(strings.TrimSpace(out), `"`)

@@ -15,6 +15,7 @@ import (
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
 	"github.com/ovn-transparent/ovn-transparent/master/nb"
+	"github.com/ovn-transparent/ovn-transparent/test/cluster"
 )
 
 func waitNoRows(t *testing.T, kind nb.Kind, name string) {
@@ -80,7 +81,7 @@ func TestMasterRestart(t *testing.T) {
 	deletePod(t, ns, gone.Name) // the kubelet's DEL does not need the master
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	if _, err := client().CoreV1().Pods(ns).Create(ctx, podSpec(ns, "late", "node1"), metav1.CreateOptions{}); err != nil {
+	if _, err := client().CoreV1().Pods(ns).Create(ctx, cluster.Workload(podSpec(ns, "late", "node1")), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := cl.StartMaster(ctx); err != nil {

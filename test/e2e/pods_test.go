@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
+	"github.com/ovn-transparent/ovn-transparent/test/cluster"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 	"github.com/ovn-transparent/ovn-transparent/test/probe"
 )
@@ -69,7 +70,7 @@ func startPod(t *testing.T, pod *corev1.Pod) *corev1.Pod {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	if _, err := client().CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+	if _, err := client().CoreV1().Pods(pod.Namespace).Create(ctx, cluster.Workload(pod), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return waitPodReady(t, ctx, pod.Namespace, pod.Name)
@@ -117,18 +118,18 @@ func deletePod(t *testing.T, ns, name string) {
 	}
 }
 
-// podNetns is the network namespace the kubelet stand-in made for the pod.
+// podNetns is the path of the pod's network namespace.
 func podNetns(t *testing.T, pod *corev1.Pod) string {
 	t.Helper()
 	n := cl.Node(pod.Spec.NodeName)
 	if n == nil {
 		t.Fatalf("pod %s/%s is on unknown node %q", pod.Namespace, pod.Name, pod.Spec.NodeName)
 	}
-	ns, ok := n.Kubelet.PodNetns(pod.Namespace, pod.Name)
-	if !ok {
-		t.Fatalf("no network namespace for pod %s/%s", pod.Namespace, pod.Name)
+	path, err := n.PodNetnsPath(t.Context(), pod.Namespace, pod.Name)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return ns
+	return path
 }
 
 // tcpFrom opens a TCP connection from inside netns to addr and returns the answer line.

@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
+	"github.com/ovn-transparent/ovn-transparent/test/cluster"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 	"github.com/ovn-transparent/ovn-transparent/test/probe"
 )
@@ -156,7 +157,7 @@ func TestServiceManyBackends(t *testing.T) {
 	for i := 0; i < n; i++ {
 		node := []string{"node1", "node2"}[i%2]
 		p := workloadPod(ns, fmt.Sprintf("b%03d", i), node, "many", corev1.ContainerPort{Name: "tcp", ContainerPort: 8080, Protocol: corev1.ProtocolTCP})
-		if _, err := client().CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		if _, err := client().CoreV1().Pods(ns).Create(ctx, cluster.Workload(p), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -47,9 +47,13 @@ func deleteNetns(name string) error {
 }
 
 // Exec runs a short command (in netns if not empty) and returns its combined output; the
-// error includes the command line and the output.
+// error includes the command line and the output. netns is a name under /run/netns or, for
+// a namespace made elsewhere (a real node's pod sandbox), the path of one.
 func Exec(ctx context.Context, netns string, name string, args ...string) (string, error) {
-	if netns != "" {
+	switch {
+	case strings.HasPrefix(netns, "/"):
+		name, args = "nsenter", append([]string{"--net=" + netns, "--", name}, args...)
+	case netns != "":
 		name, args = "ip", append([]string{"netns", "exec", netns, name}, args...)
 	}
 	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
@@ -61,7 +65,11 @@ func Exec(ctx context.Context, netns string, name string, args ...string) (strin
 
 // InNetns runs fn on an OS thread switched into the named network namespace (netns.Do): on a
 // thread of its own, so that the caller's goroutine never runs in the wrong namespace, even
-// when switching back fails. Sockets fn opens stay in that namespace after it returns.
+// when switching back fails. Sockets fn opens stay in that namespace after it returns. Like
+// Exec, it also takes the path of a namespace.
 func InNetns(name string, fn func() error) error {
+	if strings.HasPrefix(name, "/") {
+		return netns.Do(name, fn)
+	}
 	return netns.Do("/run/netns/"+name, fn)
 }

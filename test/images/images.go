@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -28,6 +29,10 @@ const (
 	Busybox = "registry.k8s.io/e2e-test-images/busybox:1.37.0-1"
 	Agnhost = "registry.k8s.io/e2e-test-images/agnhost:2.56"
 	CoreDNS = "registry.k8s.io/coredns/coredns:v1.12.1"
+	// Workload is test/cmd/ovnt-workload, the end-to-end tests' server (see package probe),
+	// by the name their pod specs use; containerd knows it as
+	// docker.io/library/ovnt-workload:latest.
+	Workload = "ovnt-workload"
 )
 
 // Sources are the files the images are made of.
@@ -36,6 +41,8 @@ type Sources struct {
 	Busybox string // Debian's busybox-static: /bin/busybox
 	Agnhost string // k8s.io/kubernetes/test/images/agnhost at the cluster's release, static
 	CoreDNS string // github.com/coredns/coredns at the image's version, static
+	// Workload is test/cmd/ovnt-workload, static.
+	Workload string
 }
 
 // file is one entry of a layer.
@@ -61,6 +68,8 @@ func Write(dir string, s Sources) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Images append their own files to the busybox userland: each gets a copy.
+	bb = slices.Clip(bb)
 	all := []image{
 		{name: Pause, files: []file{{path: "pause", mode: 0o755, src: s.Pause}}, entrypoint: []string{"/pause"}},
 		{name: Busybox, files: bb, cmd: []string{"sh"}},
@@ -69,6 +78,8 @@ func Write(dir string, s Sources) ([]string, error) {
 		{name: Agnhost, files: append(bb, file{path: "agnhost", mode: 0o755, src: s.Agnhost}),
 			entrypoint: []string{"/agnhost"}, cmd: []string{"pause"}},
 		{name: CoreDNS, files: []file{{path: "coredns", mode: 0o755, src: s.CoreDNS}}, entrypoint: []string{"/coredns"}},
+		{name: "docker.io/library/" + Workload + ":latest", files: append(bb, file{path: "ovnt-workload", mode: 0o755, src: s.Workload}),
+			entrypoint: []string{"/ovnt-workload"}},
 	}
 	var paths []string
 	for _, img := range all {

@@ -30,7 +30,7 @@ func TestWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	paths, err := Write(dir, Sources{Pause: bin, Busybox: bb, Agnhost: bin, CoreDNS: bin})
+	paths, err := Write(dir, Sources{Pause: bin, Busybox: bb, Agnhost: bin, CoreDNS: bin, Workload: bin})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,6 +39,7 @@ func TestWrite(t *testing.T) {
 		Busybox: {"bin/busybox", "bin/sh", "bin/wget", "etc/passwd", "tmp/"},
 		Agnhost: {"agnhost", "bin/sh"},
 		CoreDNS: {"coredns"},
+		"docker.io/library/ovnt-workload:latest": {"ovnt-workload", "bin/test"},
 	}
 	if len(paths) != len(want) {
 		t.Fatalf("%d archives, want %d", len(paths), len(want))

@@ -147,7 +147,7 @@ func (k *Kubelet) startWorkload(ctx context.Context, pod *corev1.Pod, sb *sandbo
 		Name:  "workload-" + k.cfg.NodeName + "-" + pod.Namespace + "-" + pod.Name,
 		Netns: sb.netns,
 		Path:  k.cfg.WorkloadPath,
-		Args:  append(workloadArgs(pod), "--ready-file", ready),
+		Args:  append(WorkloadArgs(pod), "--ready-file", ready),
 	})
 	if err != nil {
 		return err
@@ -179,8 +179,8 @@ func (k *Kubelet) startWorkload(ctx context.Context, pod *corev1.Pod, sb *sandbo
 	return nil
 }
 
-// workloadArgs names the pod and lists every port its containers declare, once each.
-func workloadArgs(pod *corev1.Pod) []string {
+// WorkloadArgs names the pod and lists every port its containers declare, once each.
+func WorkloadArgs(pod *corev1.Pod) []string {
 	args := []string{"--name", pod.Namespace + "/" + pod.Name}
 	seen := map[string]bool{}
 	for _, c := range pod.Spec.Containers {
