@@ -20,12 +20,19 @@ const workloadReadyFile = "/tmp/ready"
 // it sets.
 func Workload(pod *corev1.Pod) *corev1.Pod {
 	args := append(kubelet.WorkloadArgs(pod), "--ready-file", workloadReadyFile)
+	first := true
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		if c.Image != images.Workload {
 			continue
 		}
+		// One workload serves every port of the pod, as under the stand-in; the pod's
+		// other workload containers (cyclonus declares one per port) only idle.
 		c.Args = args
+		if !first {
+			c.Args = []string{"--name", pod.Namespace + "/" + pod.Name, "--ready-file", workloadReadyFile}
+		}
+		first = false
 		c.ImagePullPolicy = corev1.PullNever
 		c.ReadinessProbe = &corev1.Probe{PeriodSeconds: 1, ProbeHandler: corev1.ProbeHandler{
 			Exec: &corev1.ExecAction{Command: []string{"test", "-f", workloadReadyFile}}}}

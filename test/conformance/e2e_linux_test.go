@@ -21,6 +21,7 @@ import (
 
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
+	"github.com/ovn-transparent/ovn-transparent/test/cluster"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 	tprobe "github.com/ovn-transparent/ovn-transparent/test/probe"
 )
@@ -59,7 +60,7 @@ func e2ePod(t *testing.T, r *runner, ns, name, node string, labels map[string]st
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if _, err := r.client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+	if _, err := r.client.CoreV1().Pods(ns).Create(ctx, cluster.Workload(pod), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var got *corev1.Pod
@@ -158,7 +159,7 @@ func expectConn(t *testing.T, r *runner, what, netns string, proto corev1.Protoc
 
 func podNetnsT(t *testing.T, r *runner, p *corev1.Pod) string {
 	t.Helper()
-	netns, err := r.podNetns(p.Namespace, p.Name)
+	netns, err := r.podNetns(context.Background(), p.Namespace, p.Name)
 	if err != nil {
 		t.Fatal(err)
 	}

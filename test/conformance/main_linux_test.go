@@ -52,7 +52,8 @@ func logf(format string, args ...any) {
 func sharedRunner(t *testing.T) *runner {
 	t.Helper()
 	testenv.Integration(t)
-	if missing := harness.Missing("ovsdb-server", "ovs-vswitchd", "ovn-controller", "ovn-northd", "etcd", "ip"); len(missing) > 0 {
+	if missing := harness.Missing("ovsdb-server", "ovs-vswitchd", "ovn-controller", "ovn-northd", "etcd", "ip",
+		"containerd", "runc", "ctr", "nsenter", "busybox", "/usr/lib/cni/loopback"); len(missing) > 0 {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("prerequisites missing on CI: %v", missing)
 		}
@@ -68,9 +69,11 @@ func sharedRunner(t *testing.T) *runner {
 		start := time.Now()
 		// OVNT_CONFORMANCE_WINDOWS=1 labels node2 kubernetes.io/os=windows: the policies
 		// live in OVN, so its pods must be judged exactly like node1's.
-		opts := cluster.Options{}
+		// Real kubelets label their nodes themselves: the Windows variant keeps the
+		// kubelet stand-in, which labels node2 as it is told.
+		opts := cluster.Options{RealNodes: true}
 		if os.Getenv("OVNT_CONFORMANCE_WINDOWS") == "1" {
-			opts.WindowsNodes = map[string]bool{"node2": true}
+			opts = cluster.Options{WindowsNodes: map[string]bool{"node2": true}}
 		}
 		shared.cl, shared.err = cluster.Start(ctx, shared.run, opts)
 		if shared.err != nil {

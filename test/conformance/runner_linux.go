@@ -50,10 +50,13 @@ type runner struct {
 	res      *probe.Resources // the oracle's picture of the cluster now
 	policies []*networkingv1.NetworkPolicy
 	created  int // pods created so far, to spread new ones over the nodes
+
+	netnsMu sync.Mutex
+	netns   map[string]string // "<ns>/<pod>" -> its network namespace's path, until the pod goes
 }
 
 func newRunner(cl *cluster.Cluster, logf func(string, ...any)) *runner {
-	return &runner{cl: cl, client: cl.Kube.Client(), logf: logf}
+	return &runner{cl: cl, client: cl.Kube.Client(), logf: logf, netns: map[string]string{}}
 }
 
 // nodeFor spreads pods over the nodes in creation order: x/a on node1, x/b on node2, ...
@@ -125,7 +128,8 @@ func (r *runner) createNamespace(ctx context.Context, ns string, labels map[stri
 
 // createPod creates the model's pod p, waits until it is Ready and records its address in p.
 func (r *runner) createPod(ctx context.Context, p *probe.Pod) error {
-	if _, err := r.client.CoreV1().Pods(p.Namespace).Create(ctx, kubePod(p, r.nodeFor()), metav1.CreateOptions{}); err != nil {
+	r.forgetNetns(p.Namespace, p.Name)
+	if _, err := r.client.CoreV1().Pods(p.Namespace).Create(ctx, cluster.Workload(kubePod(p, r.nodeFor())), metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
@@ -146,6 +150,7 @@ func (r *runner) createPod(ctx context.Context, p *probe.Pod) error {
 }
 
 func (r *runner) deletePod(ctx context.Context, ns, name string) error {
+	r.forgetNetns(ns, name)
 	zero := int64(0)
 	err := r.client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 	if err != nil && !apierrors.IsNotFound(err) {
@@ -160,6 +165,7 @@ func (r *runner) deletePod(ctx context.Context, ns, name string) error {
 }
 
 func (r *runner) deleteNamespace(ctx context.Context, ns string) error {
+	r.forgetNetns(ns, "")
 	err := r.client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
@@ -425,20 +431,46 @@ func (r *runner) flushConntrack(ctx context.Context) error {
 	return nil
 }
 
-// podNetns finds the pod's network namespace on whichever node runs it.
-func (r *runner) podNetns(ns, name string) (string, error) {
-	for _, n := range r.cl.Nodes {
-		if netns, ok := n.Kubelet.PodNetns(ns, name); ok {
-			return netns, nil
+// podNetns is the path of the pod's network namespace on the node that runs it; looked up
+// once per pod (every probe asks), forgotten when the runner deletes the pod.
+func (r *runner) podNetns(ctx context.Context, ns, name string) (string, error) {
+	r.netnsMu.Lock()
+	defer r.netnsMu.Unlock()
+	if path, ok := r.netns[ns+"/"+name]; ok {
+		return path, nil
+	}
+	pod, err := r.client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	n := r.cl.Node(pod.Spec.NodeName)
+	if n == nil {
+		return "", fmt.Errorf("pod %s/%s is on unknown node %q", ns, name, pod.Spec.NodeName)
+	}
+	path, err := n.PodNetnsPath(ctx, ns, name)
+	if err != nil {
+		return "", err
+	}
+	r.netns[ns+"/"+name] = path
+	return path, nil
+}
+
+// forgetNetns drops the cached namespaces of pod ns/name, or of every pod of ns if name is
+// empty.
+func (r *runner) forgetNetns(ns, name string) {
+	r.netnsMu.Lock()
+	defer r.netnsMu.Unlock()
+	for k := range r.netns {
+		if k == ns+"/"+name || (name == "" && strings.HasPrefix(k, ns+"/")) {
+			delete(r.netns, k)
 		}
 	}
-	return "", fmt.Errorf("no network namespace for pod %s/%s", ns, name)
 }
 
 // probeOne makes one real connection attempt. true: the destination pod answered (and it was
 // the right pod); false: no answer within timeout.
 func (r *runner) probeOne(ctx context.Context, j *probe.Job, timeout time.Duration) (bool, error) {
-	netns, err := r.podNetns(j.FromNamespace, j.FromPod)
+	netns, err := r.podNetns(ctx, j.FromNamespace, j.FromPod)
 	if err != nil {
 		return false, err
 	}
