@@ -2,8 +2,9 @@
 
 // Package cluster assembles a whole ovn-transparent cluster on one machine from the harness
 // parts: the Kubernetes control plane, OVN central, the real ovnt-master binary, and per node
-// a chassis network namespace running the real ovnt-node binary, ovn-controller and a kubelet
-// stand-in that calls the real ovnt-cni binary. The end-to-end tests and the sandbox run on it.
+// a chassis network namespace running the real ovnt-node binary, ovn-controller, and either
+// the real kubelet and containerd (Options.RealNodes: realnode.go) or a kubelet stand-in, both
+// calling the real ovnt-cni binary. The end-to-end tests and the sandbox run on it.
 package cluster
 
 import (

@@ -1,8 +1,8 @@
 //go:build linux
 
 // Package e2e holds the end-to-end tests: one real cluster (control plane, OVN, the real
-// ovnt-master, ovnt-node and ovnt-cni binaries, kubelet stand-ins) per test binary, and real
-// packets between network namespaces as the oracle.
+// ovnt-master, ovnt-node and ovnt-cni binaries, the real kubelet and containerd on every
+// node) per test binary, and real packets between network namespaces as the oracle.
 package e2e
 
 import (

@@ -8,5 +8,12 @@
 // server. Deleting a pod stops its workload, calls DEL, removes the namespace and finishes
 // the graceful deletion.
 //
+// The real kubelet and containerd run the pods of the end-to-end tests, the conformance
+// suite and the sandbox (cluster.Options.RealNodes). The stand-in remains for what a real
+// node cannot do: label a Linux node kubernetes.io/os=windows (the conformance suite's
+// Windows variant, OVNT_CONFORMANCE_WINDOWS=1), count each CNI ADD's latency as the runtime
+// sees it, and its own tests of the CNI calls a runtime makes. Tests that inject faults at
+// each CNI step drive libcni directly (node/integration).
+//
 // The package works on Linux only (network namespaces); see Config and Kubelet.
 package kubelet
