@@ -163,7 +163,7 @@ func builtRows(t *testing.T) []nb.Row {
 
 	pod, err := topology.PodRows(topology.Pod{
 		Namespace: "ns", Name: "pod", UID: "uid-1", Node: "node1",
-		IP: netip.MustParseAddr("10.244.1.5"), MAC: "0a:58:0a:f4:01:05",
+		IP: netip.MustParseAddr("10.244.1.5"),
 	})
 	if err != nil {
 		t.Fatal(err)

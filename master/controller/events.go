@@ -27,6 +27,9 @@ const (
 	ReasonInvalidPodNetwork   = "InvalidPodNetwork" // Pod: pod-network annotation unusable
 	ReasonPodIPConflict       = "PodIPConflict"     // Pod: its annotated address is another pod's
 	ReasonPodAddressExhausted = "PodAddressExhausted"
+	// ReasonPodNetworkOverwritten is on a Pod whose pod-network annotation the master did
+	// not write (it differs from the master's record); the master wrote its own over it.
+	ReasonPodNetworkOverwritten = "PodNetworkOverwritten"
 )
 
 // Component is the source of the master's Events.

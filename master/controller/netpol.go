@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/netip"
 	"slices"
 
 	"github.com/ovn-org/libovsdb/client"
@@ -415,23 +414,20 @@ func (st *netpolState) npPods(ctx context.Context, pods []*corev1.Pod) ([]netpol
 }
 
 // npPod is what the translation needs of p; ok is false for a pod that has no network or
-// has finished.
+// has finished. Its address is the one the master holds for it (IPAM, rebuilt from the pod
+// ports in NB at start), never the pod-network annotation or status.podIPs: both are
+// writable by others (a user, a node), and an address set is where one tenant's addresses
+// decide what another tenant's pods accept. A pod the master has given no address yet has
+// none here; its policies and peers are synced again when it gets one (the annotation the
+// master writes is a pod event).
 func (st *netpolState) npPod(ctx context.Context, p *corev1.Pod) (netpol.Pod, bool, error) {
 	if !wantsNetwork(p) {
 		return netpol.Pod{}, false, nil
 	}
 	out := netpol.Pod{Namespace: p.Namespace, Name: p.Name, Labels: p.Labels,
 		Port: contract.PodPort(p.Namespace, p.Name)}
-	for _, ip := range p.Status.PodIPs {
-		if a, err := netip.ParseAddr(ip.IP); err == nil && a.Is4() {
-			out.IP = a
-			break
-		}
-	}
-	if !out.IP.IsValid() {
-		if pn, err := contract.ParsePodNetwork(p.Annotations[contract.PodNetworkKey]); err == nil && len(pn.IPs) > 0 {
-			out.IP = pn.IPs[0].Addr()
-		}
+	if node, ip, ok := st.ipam.PodIP(p.Namespace + "/" + p.Name); ok && node == p.Spec.NodeName {
+		out.IP = ip
 	}
 	for _, ctr := range p.Spec.Containers {
 		out.Ports = append(out.Ports, ctr.Ports...)
