@@ -8,6 +8,7 @@ package controller
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -268,5 +269,20 @@ func TestUnitRestartKeepsAddressWithItsPort(t *testing.T) {
 		if strings.HasSuffix(p.Name, "_evil") || strings.HasSuffix(p.Name, "_victim") {
 			checkMasterPort(t, p)
 		}
+	}
+}
+
+// M3: a pod's port may be bound only by its own node's chassis (requested-chassis, the
+// hostname the node agent registers: its node name) and only to the interface of this
+// incarnation of the pod (iface-id-ver, the UID the agent writes on the interface).
+func TestUnitPodPortBinding(t *testing.T) {
+	e := startUnit(t, testConfig("10.244.0.0/16"), subnetNode("node1", node1Subnet), kubetest.Pod("ns1", "web", "node1", nil))
+	lsp := waitRow(e, "port of ns1/web", lspNamed(contract.PodPort("ns1", "web")))
+	want := map[string]string{"requested-chassis": contract.ChassisHostname("node1"), contract.IfaceIDVer: "uid-pod-ns1-web"}
+	if !maps.Equal(lsp.Options, want) {
+		t.Errorf("pod port options %v, want %v", lsp.Options, want)
+	}
+	if got := lsp.ExternalIDs[contract.PodUIDKey]; got != "uid-pod-ns1-web" {
+		t.Errorf("pod port %s=%q, want the pod's UID", contract.PodUIDKey, got)
 	}
 }

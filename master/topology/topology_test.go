@@ -185,6 +185,10 @@ func TestPodRowsAndAnnotation(t *testing.T) {
 		lsp.ExternalIDs[contract.PodUIDKey] != "u1" || r.ID.Name != "ns/web" || r.Parent != nb.NewID(nb.Node, "node2", nb.NodeSwitch) {
 		t.Errorf("pod port %+v, id %s, parent %s", lsp, r.ID, r.Parent)
 	}
+	// Bound only on its own node's chassis, and only to the interface of this incarnation.
+	if want := map[string]string{"requested-chassis": "node2", "iface-id-ver": "u1"}; !reflect.DeepEqual(lsp.Options, want) {
+		t.Errorf("pod port options %v, want %v", lsp.Options, want)
+	}
 	if _, err := PodRows(Pod{Namespace: "ns", Name: "web", IP: netip.MustParseAddr("10.244.2.5")}); err == nil {
 		t.Error("a pod without node and UID was accepted")
 	}
