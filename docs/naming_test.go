@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/ovn-transparent/ovn-transparent/internal/svcmodel"
 	"github.com/ovn-transparent/ovn-transparent/master/nb"
 	"github.com/ovn-transparent/ovn-transparent/master/netpol"
 	"github.com/ovn-transparent/ovn-transparent/master/services"
@@ -185,7 +186,7 @@ func builtRows(t *testing.T) []nb.Row {
 					TargetPort: intstr.FromInt32(8080), NodePort: 30080}},
 			},
 		}
-		lbs, problems := services.Rows(svc, nil, nodes)
+		lbs, problems := services.Rows(svc, nil, nodes, svcmodel.ExternalIPPolicy{})
 		if len(problems) > 0 {
 			t.Fatalf("services.Rows: %v", problems)
 		}

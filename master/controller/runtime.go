@@ -47,6 +47,12 @@ type Config struct {
 	ClusterCIDR    netip.Prefix
 	NodeSubnetBits int
 	JoinSubnet     netip.Prefix
+	// ServiceCIDRs are the Service ClusterIP ranges; like the cluster CIDR and the join
+	// subnet, no Service may claim an address in them as an external IP.
+	ServiceCIDRs []netip.Prefix
+	// AllowedExternalIPs are the ranges Services may claim as externalIPs or load balancer
+	// ingress IPs (svcmodel.ExternalIPPolicy); none allows none.
+	AllowedExternalIPs []netip.Prefix
 	// ResyncPeriod is how often every key is synced again, whatever the events said.
 	// Zero disables the periodic resync.
 	ResyncPeriod time.Duration

@@ -35,7 +35,14 @@ type Options struct {
 	MasterArgs, NodeArgs []string
 	// ClusterCIDR and ServiceCIDR default to 10.244.0.0/16 and 10.96.0.0/16.
 	ClusterCIDR, ServiceCIDR string
+	// AllowedExternalIPs is --allowed-external-ip-cidrs of the master and every node;
+	// empty means DefaultAllowedExternalIPs.
+	AllowedExternalIPs string
 }
+
+// DefaultAllowedExternalIPs are the ranges a test cluster's Services may claim as external
+// IPs: the documentation ranges of RFC 5737, which no node, pod or Service uses.
+const DefaultAllowedExternalIPs = "192.0.2.0/24,198.51.100.0/24,203.0.113.0/24"
 
 // Cluster is a running cluster. Everything stops with its Run.
 type Cluster struct {
@@ -71,6 +78,9 @@ func Start(ctx context.Context, r *harness.Run, opts Options) (*Cluster, error) 
 	}
 	if opts.ServiceCIDR == "" {
 		opts.ServiceCIDR = "10.96.0.0/16"
+	}
+	if opts.AllowedExternalIPs == "" {
+		opts.AllowedExternalIPs = DefaultAllowedExternalIPs
 	}
 	c := &Cluster{Run: r, opts: opts, BinDir: opts.BinDir}
 	if c.BinDir == "" {
@@ -130,6 +140,8 @@ func (c *Cluster) StartMaster(ctx context.Context) error {
 		"--leader-elect-namespace", images.Namespace,
 		"--nb-address", c.Central.NBRemote,
 		"--cluster-cidr", c.opts.ClusterCIDR,
+		"--service-cidr", c.opts.ServiceCIDR,
+		"--allowed-external-ip-cidrs", c.opts.AllowedExternalIPs,
 		// One master: a restarted one must not wait out the previous holder's Lease.
 		"--leader-elect=false",
 	}, c.opts.MasterArgs...)
@@ -215,6 +227,7 @@ func (n *Node) StartAgent(ctx context.Context) error {
 		"--uplink-interface", "eth0",
 		"--cluster-cidr", n.c.opts.ClusterCIDR,
 		"--service-cidr", n.c.opts.ServiceCIDR,
+		"--allowed-external-ip-cidrs", n.c.opts.AllowedExternalIPs,
 		"--cni-socket", filepath.Join(n.CNIDir, "cni.sock"),
 		"--cni-bin-dir", filepath.Join(n.CNIDir, "bin"),
 		"--cni-conf-dir", filepath.Join(n.CNIDir, "net.d"),
