@@ -5,7 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"regexp"
 	"slices"
+	"strings"
+
+	"github.com/ovn-org/libovsdb/client"
+	"github.com/ovn-org/libovsdb/model"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,6 +21,7 @@ import (
 	"github.com/ovn-transparent/ovn-transparent/master/ipam"
 	"github.com/ovn-transparent/ovn-transparent/master/nb"
 	"github.com/ovn-transparent/ovn-transparent/master/topology"
+	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
 )
 
 // wantsNetwork reports whether a pod needs a port: bound to a node, on the pod network, and
@@ -27,9 +33,13 @@ func wantsNetwork(p *corev1.Pod) bool {
 
 // podReconciler converges Pod keys: the pod's address (allocated, annotated) and its port
 // on its node's switch. A pod waits for its node's switch; the node's sync enqueues it.
-type podReconciler struct{ *shared }
+type podReconciler struct {
+	*shared
+	// nbc finds the rows that still name a departing pod's address.
+	nbc client.Client
+}
 
-func newPodReconciler(s *shared, w *watcher) (*podReconciler, error) {
+func newPodReconciler(s *shared, w *watcher, nbc client.Client) (*podReconciler, error) {
 	err := w.handle(w.factory.Core().V1().Pods().Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { w.addObject(nb.Pod, obj) },
 		UpdateFunc: func(old, cur any) {
@@ -44,7 +54,7 @@ func newPodReconciler(s *shared, w *watcher) (*podReconciler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("controller: pod handler: %w", err)
 	}
-	return &podReconciler{s}, nil
+	return &podReconciler{shared: s, nbc: nbc}, nil
 }
 
 func (*podReconciler) kind() nb.Kind { return nb.Pod }
@@ -62,8 +72,16 @@ func (r *podReconciler) desired(ctx context.Context, key string) (desire, error)
 	pod, err := r.pods.Pods(ns).Get(name)
 	if apierrors.IsNotFound(err) || (err == nil && !wantsNetwork(pod)) {
 		// No port, then free the address: not before, or a new pod could get the address
-		// of a port that still exists.
-		return desire{then: func(*nb.Plan) ([]nb.Key, error) {
+		// of a port that still exists. And not before every row that names the address
+		// (NetworkPolicy peer address sets, named-port ACLs) has let go of it: a new pod
+		// given the address meanwhile would pass the old pod's policies (audit M2).
+		var needs []nb.Key
+		if _, ip, held := r.ipam.PodIP(key); held {
+			if needs, err = r.naming(ctx, ip); err != nil {
+				return desire{}, err
+			}
+		}
+		return desire{needs: needs, then: func(*nb.Plan) ([]nb.Key, error) {
 			if ip, ok := r.ipam.ReleasePod(key); ok {
 				r.log.V(2).Info("Released pod address", "pod", key, "ip", ip)
 			}
@@ -96,6 +114,35 @@ func (r *podReconciler) desired(ctx context.Context, key string) (desire, error)
 		return desire{}, err
 	}
 	return desire{rows: rows}, nil
+}
+
+// naming returns the owners of the rows in the NB that name ip, pods' aside: the keys that
+// must sync before ip may go to another pod.
+func (r *podReconciler) naming(ctx context.Context, ip netip.Addr) ([]nb.Key, error) {
+	addr := ip.String()
+	var sets []*nbdb.AddressSet
+	if err := r.nbc.WhereCache(func(s *nbdb.AddressSet) bool { return slices.Contains(s.Addresses, addr) }).List(ctx, &sets); err != nil {
+		return nil, fmt.Errorf("address sets holding %s: %w", addr, err)
+	}
+	// An ACL match names addresses in sets such as "ip4.dst == {10.244.1.5, 10.244.1.6}".
+	word := regexp.MustCompile(`(^|[^0-9.])` + regexp.QuoteMeta(addr) + `($|[^0-9./])`)
+	var acls []*nbdb.ACL
+	if err := r.nbc.WhereCache(func(a *nbdb.ACL) bool { return strings.Contains(a.Match, addr) && word.MatchString(a.Match) }).List(ctx, &acls); err != nil {
+		return nil, fmt.Errorf("ACLs naming %s: %w", addr, err)
+	}
+	var keys []nb.Key
+	add := func(m model.Model) {
+		if k, ours := nb.OwnerOf(m); ours && k.Known() && k.Kind != nb.Pod && !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	for _, s := range sets {
+		add(s)
+	}
+	for _, a := range acls {
+		add(a)
+	}
+	return keys, nil
 }
 
 // podAddress returns the pod's address: the one the master holds for it, or a new one. Only

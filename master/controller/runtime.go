@@ -127,7 +127,7 @@ func New(cfg Config, kube kubernetes.Interface, nbc client.Client, recorder reco
 	if err != nil {
 		return nil, err
 	}
-	pods, err := newPodReconciler(c.shared, w)
+	pods, err := newPodReconciler(c.shared, w, nbc)
 	if err != nil {
 		return nil, err
 	}
