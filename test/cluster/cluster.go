@@ -41,8 +41,9 @@ type Options struct {
 }
 
 // DefaultAllowedExternalIPs are the ranges a test cluster's Services may claim as external
-// IPs: the documentation ranges of RFC 5737, which no node, pod or Service uses.
-const DefaultAllowedExternalIPs = "192.0.2.0/24,198.51.100.0/24,203.0.113.0/24"
+// IPs: the documentation ranges of RFC 5737, and the underlay itself, so that the tests show
+// a node's own address refused by the node-address rule, not merely by the ranges.
+const DefaultAllowedExternalIPs = "192.0.2.0/24,198.51.100.0/24,203.0.113.0/24," + harness.UnderlaySubnet
 
 // Cluster is a running cluster. Everything stops with its Run.
 type Cluster struct {
