@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/ovn-transparent/ovn-transparent/internal/svcmodel"
 	"github.com/ovn-transparent/ovn-transparent/master/nb"
 	"github.com/ovn-transparent/ovn-transparent/master/netpol"
 	"github.com/ovn-transparent/ovn-transparent/master/services"
@@ -163,7 +164,7 @@ func builtRows(t *testing.T) []nb.Row {
 
 	pod, err := topology.PodRows(topology.Pod{
 		Namespace: "ns", Name: "pod", UID: "uid-1", Node: "node1",
-		IP: netip.MustParseAddr("10.244.1.5"), MAC: "0a:58:0a:f4:01:05",
+		IP: netip.MustParseAddr("10.244.1.5"),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -185,7 +186,7 @@ func builtRows(t *testing.T) []nb.Row {
 					TargetPort: intstr.FromInt32(8080), NodePort: 30080}},
 			},
 		}
-		lbs, problems := services.Rows(svc, nil, nodes)
+		lbs, problems := services.Rows(svc, nil, nodes, svcmodel.ExternalIPPolicy{})
 		if len(problems) > 0 {
 			t.Fatalf("services.Rows: %v", problems)
 		}

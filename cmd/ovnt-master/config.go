@@ -21,7 +21,11 @@ type Config struct {
 	ClusterCIDR    netip.Prefix
 	NodeSubnetBits int // prefix length of each node's pod subnet
 	JoinSubnet     netip.Prefix
-	LeaderElect    bool
+	// ServiceCIDRs and AllowedExternalIPs decide which external IPs Services may claim
+	// (svcmodel.ExternalIPPolicy).
+	ServiceCIDRs       []netip.Prefix
+	AllowedExternalIPs []netip.Prefix
+	LeaderElect        bool
 	// LeaderElectNamespace and LeaderElectName name the coordination.k8s.io Lease the
 	// masters compete for.
 	LeaderElectNamespace string
@@ -48,7 +52,9 @@ func flags() []cli.Flag {
 		cliapp.String("nb-ca-cert", "", "CA certificate for ssl: remotes"),
 		cliapp.String(contract.FlagClusterCIDR, "10.244.0.0/16", "pod network, split into one subnet per node (what every ovnt-node is given)"),
 		cliapp.Int("node-subnet-prefix", 24, "prefix length of each node's pod subnet"),
-		cliapp.String("join-subnet", "100.64.0.0/16", "subnet linking the cluster router to the gateway routers; must overlap neither the cluster CIDR nor the Service range"),
+		cliapp.String(contract.FlagJoinSubnet, contract.DefaultJoinSubnet, "subnet linking the cluster router to the gateway routers; must overlap neither the cluster CIDR nor the Service range (what every ovnt-node is given)"),
+		cliapp.String(contract.FlagServiceCIDR, "10.96.0.0/16", "service address ranges, comma separated: no Service may claim an external IP in them (what every ovnt-node is given)"),
+		cliapp.String(contract.FlagAllowedExternalIPCIDRs, "", "ranges Services may claim as externalIPs or LoadBalancer ingress IPs, comma separated; empty allows none. Node addresses and the cluster, service and join ranges are refused even inside them (what every ovnt-node is given)"),
 		cliapp.Bool("leader-elect", true, "run leader election so that only one of several masters writes"),
 		cliapp.String("leader-elect-namespace", "kube-system", "namespace of the leader election Lease"),
 		cliapp.String("leader-elect-name", "ovnt-master", "name of the leader election Lease"),
@@ -83,31 +89,24 @@ func configFrom(c *cli.Context) (Config, error) {
 		GCPercent:            c.Int("gc-percent"),
 		MemoryLimitMiB:       c.Int("memory-limit-mib"),
 	}
-	// The master writes nothing that depends on the Service range (Services' addresses come
-	// from the API server), so it takes only the cluster CIDR, and only one.
-	nets, err := contract.ParseClusterNetworks(c.String(contract.FlagClusterCIDR), "")
+	// The master takes only one cluster CIDR; the Service ranges only to refuse them as
+	// external IPs (Services' addresses come from the API server).
+	nets, err := contract.ParseClusterNetworks(c.String(contract.FlagClusterCIDR), c.String(contract.FlagServiceCIDR))
 	if err != nil {
+		return Config{}, err
+	}
+	cfg.ServiceCIDRs = nets.ServiceCIDRs
+	if cfg.AllowedExternalIPs, err = contract.ParseExternalIPCIDRs(c.String(contract.FlagAllowedExternalIPCIDRs)); err != nil {
 		return Config{}, err
 	}
 	if len(nets.ClusterCIDRs) != 1 {
 		return Config{}, fmt.Errorf("--%s %q: the master takes one prefix", contract.FlagClusterCIDR, c.String(contract.FlagClusterCIDR))
 	}
 	cfg.ClusterCIDR = nets.ClusterCIDRs[0]
-	if cfg.JoinSubnet, err = parseCIDR("join-subnet", c.String("join-subnet")); err != nil {
+	if cfg.JoinSubnet, err = contract.ParseJoinSubnet(c.String(contract.FlagJoinSubnet)); err != nil {
 		return Config{}, err
 	}
 	return cfg, cfg.validate()
-}
-
-func parseCIDR(flag, s string) (netip.Prefix, error) {
-	p, err := netip.ParsePrefix(s)
-	if err != nil {
-		return netip.Prefix{}, fmt.Errorf("--%s %q: %w", flag, s, err)
-	}
-	if p != p.Masked() {
-		return netip.Prefix{}, fmt.Errorf("--%s %q: host bits set (did you mean %s?)", flag, s, p.Masked())
-	}
-	return p, nil
 }
 
 func (c Config) validate() error {

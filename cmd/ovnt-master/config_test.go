@@ -56,8 +56,9 @@ func TestConfigRejectsBadInput(t *testing.T) {
 		{[]string{"--cluster-cidr", "10.244.1.0/16"}, "host bits set"},
 		{[]string{"--join-subnet", "10.244.128.0/20"}, "overlaps"},
 		{[]string{"--cluster-cidr", "10.244.0.0/16,10.245.0.0/16"}, "one prefix"},
-		// The master writes nothing that depends on the Service range: no such flag.
-		{[]string{"--service-cidr", "10.96.0.0/16"}, "service-cidr"},
+		{[]string{"--service-cidr", "10.244.0.0/20"}, "overlaps"},
+		{[]string{"--allowed-external-ip-cidrs", "192.0.2.0/33"}, "allowed-external-ip-cidrs"},
+		{[]string{"--allowed-external-ip-cidrs", "fd00::/64"}, "IPv4"},
 		{[]string{"--node-subnet-prefix", "16"}, "node-subnet-prefix"},
 		{[]string{"--node-subnet-prefix", "31"}, "node-subnet-prefix"},
 		{[]string{"--nb-address", ""}, "nb-address"},

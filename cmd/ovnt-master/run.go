@@ -66,6 +66,9 @@ func runMaster(ctx context.Context, cfg Config, log logr.Logger) error {
 		JoinSubnet:     cfg.JoinSubnet,
 		ResyncPeriod:   cfg.ResyncPeriod,
 		Workers:        cfg.Workers,
+
+		ServiceCIDRs:       cfg.ServiceCIDRs,
+		AllowedExternalIPs: cfg.AllowedExternalIPs,
 	}, kube, nbc, recorder, log)
 	if err != nil {
 		return err

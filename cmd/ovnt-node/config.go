@@ -37,6 +37,8 @@ func flags() []cli.Flag {
 		cliapp.Bool("local-nodeports", true, "rewrite the host's own connections to its NodePorts to the Service's ClusterIP (Linux: nf_tables table ip ovnt-local-nodeport; not implemented on Windows)"),
 		cliapp.String(contract.FlagClusterCIDR, "10.244.0.0/16", "pod address ranges, comma separated, routed from the node through the management port (what ovnt-master is given)"),
 		cliapp.String(contract.FlagServiceCIDR, "10.96.0.0/16", "service address ranges, comma separated, routed from the node through the management port"),
+		cliapp.String(contract.FlagJoinSubnet, contract.DefaultJoinSubnet, "the master's join subnet: no Service may claim an external IP in it (what ovnt-master is given)"),
+		cliapp.String(contract.FlagAllowedExternalIPCIDRs, "", "ranges Services may claim as externalIPs or LoadBalancer ingress IPs, comma separated; empty allows none (what ovnt-master is given)"),
 		cliapp.String("cni-socket", contract.CNISocket, "where the CNI plugin reaches this agent"),
 		cliapp.String("cni-bin-dir", contract.CNIBinDir, "where the CNI plugin binary is installed"),
 		cliapp.String("cni-conf-dir", contract.CNIConfDir, "where the CNI network configuration is written"),
@@ -83,6 +85,12 @@ func configFrom(c *cli.Context) (Config, error) {
 		return Config{}, err
 	}
 	cfg.ClusterCIDRs, cfg.ServiceCIDRs = nets.ClusterCIDRs, nets.ServiceCIDRs
+	if cfg.JoinSubnet, err = contract.ParseJoinSubnet(c.String(contract.FlagJoinSubnet)); err != nil {
+		return Config{}, err
+	}
+	if cfg.AllowedExternalIPs, err = contract.ParseExternalIPCIDRs(c.String(contract.FlagAllowedExternalIPCIDRs)); err != nil {
+		return Config{}, err
+	}
 	return cfg, validate(cfg)
 }
 

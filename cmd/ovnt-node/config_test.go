@@ -30,6 +30,25 @@ func TestNodeConfigSources(t *testing.T) {
 	}
 }
 
+// The external IP policy's inputs: none allowed unless given, the join subnet's default the
+// master's, and the environment as the manifests give them (OVNT_ALLOWED_EXTERNAL_IP_CIDRS).
+func TestNodeConfigExternalIPPolicy(t *testing.T) {
+	cfg, err := parse(t, "--node-name", "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.AllowedExternalIPs) != 0 || cfg.JoinSubnet.String() != "100.64.0.0/16" {
+		t.Errorf("defaults: allowed %v, join %s", cfg.AllowedExternalIPs, cfg.JoinSubnet)
+	}
+	t.Setenv("OVNT_ALLOWED_EXTERNAL_IP_CIDRS", "192.0.2.0/24, 198.51.100.0/24")
+	if cfg, err = parse(t, "--node-name", "n1"); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(cfg.AllowedExternalIPs) != "[192.0.2.0/24 198.51.100.0/24]" {
+		t.Errorf("allowed %v", cfg.AllowedExternalIPs)
+	}
+}
+
 func TestNodeConfigRejectsBadInput(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -44,6 +63,9 @@ func TestNodeConfigRejectsBadInput(t *testing.T) {
 		{[]string{"--service-cidr", "10.244.128.0/20"}, "overlaps"},
 		{[]string{"--cluster-cidr", "fd00::/48"}, "IPv4"},
 		{[]string{"--cluster-cidr", ""}, "cluster-cidr"},
+		{[]string{"--allowed-external-ip-cidrs", "192.0.2.1/24"}, "host bits set"},
+		{[]string{"--allowed-external-ip-cidrs", "fd00::/64"}, "IPv4"},
+		{[]string{"--join-subnet", "fd00::/64"}, "IPv4"},
 		// What the master must agree with is internal/contract's, not a flag.
 		{[]string{"--physical-network", "ext"}, "physical-network"},
 		{[]string{"--nodeport-gr-ip", "169.254.100.2"}, "nodeport-gr-ip"},

@@ -201,3 +201,10 @@ func (n NodeChassisInfo) Marshal() (string, error) {
 	b, err := json.Marshal(n)
 	return string(b), err
 }
+
+// PodUIDKey is the external_ids key of a pod's logical switch port that holds the pod's UID.
+// Written by the master; with the port's addresses it is the master's record of which pod
+// holds which address, the record a restarted master trusts over any annotation (a user may
+// write a pod's annotations, never the NB). A pod deleted and created again under the same
+// name is a different pod.
+const PodUIDKey = prefix + "pod-uid"

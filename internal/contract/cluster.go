@@ -11,7 +11,45 @@ import (
 const (
 	FlagClusterCIDR = "cluster-cidr"
 	FlagServiceCIDR = "service-cidr"
+	// FlagJoinSubnet is the subnet linking the cluster router to the gateway routers
+	// (DefaultJoinSubnet unless set); the node agent needs it only to refuse it as a
+	// Service's external IP.
+	FlagJoinSubnet = "join-subnet"
+	// FlagAllowedExternalIPCIDRs lists the ranges Services may claim as externalIPs or load
+	// balancer ingress IPs; empty (the default) allows none (internal/svcmodel
+	// ExternalIPPolicy). Master and node must be given the same value.
+	FlagAllowedExternalIPCIDRs = "allowed-external-ip-cidrs"
 )
+
+// DefaultJoinSubnet is the default of FlagJoinSubnet.
+const DefaultJoinSubnet = "100.64.0.0/16"
+
+// ParseExternalIPCIDRs parses the value of --allowed-external-ip-cidrs: comma-separated
+// canonical IPv4 prefixes, possibly none.
+func ParseExternalIPCIDRs(s string) ([]netip.Prefix, error) {
+	out, err := parsePrefixes(FlagAllowedExternalIPCIDRs, s)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range out {
+		if !p.Addr().Is4() {
+			return nil, fmt.Errorf("--%s %s: only IPv4 is supported", FlagAllowedExternalIPCIDRs, p)
+		}
+	}
+	return out, nil
+}
+
+// ParseJoinSubnet parses the value of --join-subnet: one canonical IPv4 prefix.
+func ParseJoinSubnet(s string) (netip.Prefix, error) {
+	p, err := parsePrefix(FlagJoinSubnet, s)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	if !p.Addr().Is4() {
+		return netip.Prefix{}, fmt.Errorf("--%s %s: only IPv4 is supported", FlagJoinSubnet, p)
+	}
+	return p, nil
+}
 
 // ClusterNetworks are the cluster's address ranges as the master and the node agents are
 // given them: the master splits the cluster CIDR into node subnets, and the node agent routes

@@ -101,3 +101,17 @@ func LocalnetPort(node string) string { return "breth0_" + node }
 // the node agent sets it as the iface-id of the pod's interface. Neither Kubernetes name
 // may contain "_", so the name is unambiguous.
 func PodPort(namespace, name string) string { return namespace + "_" + name }
+
+// IfaceIDVer is how ovn-controller tells two incarnations of one pod apart: the node agent
+// writes the pod's UID as external_ids:iface-id-ver on the pod's OVS interface, the master
+// the same UID as options:iface-id-ver on the pod's logical port, and ovn-controller binds
+// the port only to the interface whose value matches. A sandbox left behind by an older pod
+// of the same name (a StatefulSet pod rescheduled) cannot claim the port.
+const IfaceIDVer = "iface-id-ver"
+
+// ChassisHostname is the hostname node's chassis registers with (Open_vSwitch
+// external_ids:hostname, which ovn-controller copies into the SB Chassis row): the node's
+// name. The node agent writes it; the master names it in each pod port's
+// options:requested-chassis, which OVN matches against a chassis' name or hostname, so only
+// the pod's own node binds the pod's port.
+func ChassisHostname(node string) string { return node }

@@ -78,10 +78,10 @@ func ClusterIPs(svc *corev1.Service) ([]netip.Addr, []Problem) {
 }
 
 // ExternalIPs are svc's spec.externalIPs and, for a LoadBalancer, its ingress IPs (an ingress
-// with only a hostname has none), IPv4 only; the others are problems.
-func ExternalIPs(svc *corev1.Service) ([]netip.Addr, []Problem) {
+// with only a hostname has none), IPv4 only, that policy admits; the others are problems.
+func ExternalIPs(svc *corev1.Service, policy ExternalIPPolicy) ([]netip.Addr, []Problem) {
 	var problems []Problem
-	out := ipv4s(svc.Spec.ExternalIPs, "externalIP", &problems)
+	out := admitted(ipv4s(svc.Spec.ExternalIPs, "externalIP", &problems), "externalIP", policy, &problems)
 	if svc.Spec.Type == corev1.ServiceTypeLoadBalancer {
 		var ingress []string
 		for _, in := range svc.Status.LoadBalancer.Ingress {
@@ -89,9 +89,23 @@ func ExternalIPs(svc *corev1.Service) ([]netip.Addr, []Problem) {
 				ingress = append(ingress, in.IP)
 			}
 		}
-		out = append(out, ipv4s(ingress, "load balancer ingress IP", &problems)...)
+		what := "load balancer ingress IP"
+		out = append(out, admitted(ipv4s(ingress, what, &problems), what, policy, &problems)...)
 	}
 	return out, problems
+}
+
+// admitted returns the ips policy admits; the others become problems.
+func admitted(ips []netip.Addr, what string, policy ExternalIPPolicy, problems *[]Problem) []netip.Addr {
+	var out []netip.Addr
+	for _, ip := range ips {
+		if why := policy.refusal(ip); why != "" {
+			*problems = append(*problems, Problem{ReasonExternalIPRefused, fmt.Sprintf("%s %s %s; refused", what, ip, why)})
+			continue
+		}
+		out = append(out, ip)
+	}
+	return out
 }
 
 // ipv4s parses ips; other families and garbage become problems.

@@ -181,7 +181,7 @@ func TestExternalIPs(t *testing.T) {
 	} {
 		got, problems := ExternalIPs(service(func(s *corev1.Service) {
 			s.Spec.Type, s.Spec.ExternalIPs, s.Status.LoadBalancer.Ingress = tc.typ, tc.external, ingress
-		}))
+		}), AllowAll)
 		if !reflect.DeepEqual(got, tc.want) || !reflect.DeepEqual(problems, tc.problems) {
 			t.Errorf("%s:\n got %v %v\nwant %v %v", tc.name, got, problems, tc.want, tc.problems)
 		}

@@ -15,8 +15,8 @@ import (
 
 // TestMasterBadInput: (f) input the master cannot use becomes an Event on the object, and the
 // master keeps serving everything else: a cluster CIDR with room for two nodes only, a
-// malformed chassis annotation, pods with a malformed or conflicting pod-network annotation,
-// a pod bound to a node that does not exist.
+// malformed chassis annotation, pods with a malformed or copied pod-network annotation (the
+// master overwrites both with its own allocation), a pod bound to a node that does not exist.
 func TestMasterBadInput(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -57,13 +57,19 @@ func TestMasterBadInput(t *testing.T) {
 	e.createPod("default", "copy", "node-a", map[string]string{contract.PodNetworkKey: v})
 	e.waitEvent("garbage", ReasonInvalidPodNetwork)
 	e.waitEvent("lost", ReasonUnknownNode)
-	e.waitEvent("copy", ReasonPodIPConflict)
-	e.waitPort("default_good", true)
-	for _, port := range []string{"default_garbage", "default_lost", "default_copy", "default_on-c"} {
+	e.waitEvent("copy", ReasonPodNetworkOverwritten)
+	for _, port := range []string{"default_good", "default_garbage", "default_copy"} {
+		e.waitPort(port, true)
+	}
+	for _, port := range []string{"default_lost", "default_on-c"} {
 		e.waitPort(port, false)
 	}
-	if got := e.podAnnotation("default", "garbage"); got != `{"ipAddresses": ["oops"]}` {
-		t.Errorf("the master rewrote someone else's annotation: %s", got)
+	// Only the master chooses addresses: both annotations now say what it allocated.
+	garbage, copied := e.podNetwork("default", "garbage"), e.podNetwork("default", "copy")
+	for _, pn := range []contract.PodNetwork{garbage, copied} {
+		if pn.IPs[0].Masked() != subA || pn.IPs[0] == good.IPs[0] || pn.MAC.String() != contract.MACFromIP(pn.IPs[0].Addr()).String() {
+			t.Errorf("annotation %+v: not an address of its own in %s (good has %v)", pn, subA, good.IPs)
+		}
 	}
 
 	// Still serving: another pod, and node-c gets node-b's subnet once node-b goes.

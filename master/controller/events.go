@@ -24,9 +24,11 @@ const (
 	ReasonJoinExhausted       = "JoinSubnetExhausted"
 	ReasonUnknownNode         = "UnknownNode"       // Pod: bound to a node that does not exist
 	ReasonNodeWithoutSubnet   = "NodeWithoutSubnet" // Pod: its node has no subnet
-	ReasonInvalidPodNetwork   = "InvalidPodNetwork" // Pod: pod-network annotation unusable
-	ReasonPodIPConflict       = "PodIPConflict"     // Pod: its annotated address is another pod's
+	ReasonInvalidPodNetwork   = "InvalidPodNetwork" // Pod: pod-network annotation unparsable, replaced
 	ReasonPodAddressExhausted = "PodAddressExhausted"
+	// ReasonPodNetworkOverwritten is on a Pod whose pod-network annotation the master did
+	// not write (it differs from the master's record); the master wrote its own over it.
+	ReasonPodNetworkOverwritten = "PodNetworkOverwritten"
 )
 
 // Component is the source of the master's Events.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/netip"
 	"slices"
 
 	"github.com/ovn-org/libovsdb/client"
@@ -248,6 +247,14 @@ func (r *policyReconciler) prime() error {
 
 func (*policyReconciler) kind() nb.Kind { return nb.NetworkPolicy }
 
+// group serializes the syncs of one namespace's policies: a pod moves only between policies
+// of its own namespace, and handOver orders those policies' writes by reading each other's
+// port groups.
+func (*policyReconciler) group(key string) string {
+	ns, _, _ := cache.SplitMetaNamespaceKey(key)
+	return ns
+}
+
 func (r *policyReconciler) keys() ([]string, error) {
 	return keysOf(r.policies.List(labels.Everything()))
 }
@@ -274,16 +281,127 @@ func (r *policyReconciler) desired(ctx context.Context, key string) (desire, err
 	if err != nil {
 		return desire{}, err
 	}
+	handOver, kept, err := r.handOver(ctx, key, pol, out.Rows)
+	if err != nil {
+		return desire{}, err
+	}
 	released := r.index.Set(key, out.Peers, netpol.HasNamedEgressPorts(pol))
-	var needs []nb.Key
+	needs := handOver
 	for _, p := range out.Peers {
 		if r.rows.Get(ctx, &nbdb.AddressSet{Name: p.AddressSetName()}) != nil {
 			needs = append(needs, peerKey(p.Key()))
 		}
 	}
 	return desire{rows: out.Rows, needs: needs, then: func(*nb.Plan) ([]nb.Key, error) {
-		return peerKeys(released), nil
+		keys := peerKeys(released)
+		if kept {
+			keys = append(keys, policyKey(key)) // the pods kept for now leave on the next sync
+		}
+		return keys, nil
 	}}, nil
+}
+
+// handOver makes a pod that moves from this policy to another (its labels changed) join the
+// other's port group before it leaves this one: add before remove, so that no committed NB
+// state has it in no policy's port group, unisolated. It returns the policies that select a
+// pod leaving rows' port group and do not hold it yet, for the runtime to sync first. A pod
+// whose new policy is itself waiting for this sync (two policies swapping pods) cannot be
+// handed over this time: it stays in rows' port group, over-isolated rather than open, and
+// kept says so; the next sync of this policy removes it.
+func (r *policyReconciler) handOver(ctx context.Context, key string, pol *networkingv1.NetworkPolicy, rows []nb.Row) ([]nb.Key, bool, error) {
+	var pg *nbdb.PortGroup
+	for _, row := range rows {
+		if m, ok := row.Model.(*nbdb.PortGroup); ok && m.Name == netpol.PortGroupName(key) {
+			pg = m
+		}
+	}
+	if pg == nil {
+		return nil, false, nil
+	}
+	cur, err := r.portGroup(ctx, pg.Name)
+	if err != nil || cur == nil {
+		return nil, false, err
+	}
+	others, err := r.policies.NetworkPolicies(pol.Namespace).List(labels.Everything())
+	if err != nil {
+		return nil, false, fmt.Errorf("list policies of namespace %s: %w", pol.Namespace, err)
+	}
+	var needs []nb.Key
+	kept := false
+	for _, port := range cur.Ports {
+		if slices.Contains(pg.Ports, port) {
+			continue
+		}
+		pod, err := r.portPod(ctx, port)
+		if err != nil {
+			return nil, false, err
+		}
+		if pod == nil {
+			continue // gone or finished: it leaves every policy
+		}
+		for _, o := range others {
+			name := netpol.PolicyName(o)
+			sel, err := metav1.LabelSelectorAsSelector(&o.Spec.PodSelector)
+			if name == key || err != nil || !sel.Matches(labels.Set(pod.Labels)) {
+				continue
+			}
+			opg, err := r.portGroup(ctx, netpol.PortGroupName(name))
+			if err != nil {
+				return nil, false, err
+			}
+			if opg != nil && slices.Contains(opg.Ports, port) {
+				continue // already there
+			}
+			if syncing(ctx, policyKey(name)) {
+				pg.Ports = append(pg.Ports, port)
+				kept = true
+				continue
+			}
+			if !slices.Contains(needs, policyKey(name)) {
+				needs = append(needs, policyKey(name))
+			}
+		}
+	}
+	return needs, kept, nil
+}
+
+// portGroup returns the port group called name in the NB, or nil.
+func (r *policyReconciler) portGroup(ctx context.Context, name string) (*nbdb.PortGroup, error) {
+	pg := &nbdb.PortGroup{Name: name}
+	switch err := r.rows.Get(ctx, pg); {
+	case errors.Is(err, client.ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("port group %s: %w", name, err)
+	}
+	return pg, nil
+}
+
+// portPod returns the pod whose port has UUID port, if the port is a pod's and the pod still
+// needs a network.
+func (r *policyReconciler) portPod(ctx context.Context, port string) (*corev1.Pod, error) {
+	lsp := &nbdb.LogicalSwitchPort{UUID: port}
+	switch err := r.rows.Get(ctx, lsp); {
+	case errors.Is(err, client.ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("port %s: %w", port, err)
+	}
+	if lsp.ExternalIDs[nb.RoleKey] != string(nb.PodPort) {
+		return nil, nil
+	}
+	ns, name, err := cache.SplitMetaNamespaceKey(lsp.ExternalIDs[nb.NameKey])
+	if err != nil {
+		return nil, nil
+	}
+	pod, err := r.pods.Pods(ns).Get(name)
+	if apierrors.IsNotFound(err) || (err == nil && !wantsNetwork(pod)) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pod %s/%s: %w", ns, name, err)
+	}
+	return pod, nil
 }
 
 // translate returns the rows of pol. A policy the translator cannot express gets an Event,
@@ -415,23 +533,20 @@ func (st *netpolState) npPods(ctx context.Context, pods []*corev1.Pod) ([]netpol
 }
 
 // npPod is what the translation needs of p; ok is false for a pod that has no network or
-// has finished.
+// has finished. Its address is the one the master holds for it (IPAM, rebuilt from the pod
+// ports in NB at start), never the pod-network annotation or status.podIPs: both are
+// writable by others (a user, a node), and an address set is where one tenant's addresses
+// decide what another tenant's pods accept. A pod the master has given no address yet has
+// none here; its policies and peers are synced again when it gets one (the annotation the
+// master writes is a pod event).
 func (st *netpolState) npPod(ctx context.Context, p *corev1.Pod) (netpol.Pod, bool, error) {
 	if !wantsNetwork(p) {
 		return netpol.Pod{}, false, nil
 	}
 	out := netpol.Pod{Namespace: p.Namespace, Name: p.Name, Labels: p.Labels,
 		Port: contract.PodPort(p.Namespace, p.Name)}
-	for _, ip := range p.Status.PodIPs {
-		if a, err := netip.ParseAddr(ip.IP); err == nil && a.Is4() {
-			out.IP = a
-			break
-		}
-	}
-	if !out.IP.IsValid() {
-		if pn, err := contract.ParsePodNetwork(p.Annotations[contract.PodNetworkKey]); err == nil && len(pn.IPs) > 0 {
-			out.IP = pn.IPs[0].Addr()
-		}
+	if node, ip, ok := st.ipam.PodIP(p.Namespace + "/" + p.Name); ok && node == p.Spec.NodeName {
+		out.IP = ip
 	}
 	for _, ctr := range p.Spec.Containers {
 		out.Ports = append(out.Ports, ctr.Ports...)

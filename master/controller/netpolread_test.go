@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"net/netip"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/ovn-transparent/ovn-transparent/master/ipam"
 	"github.com/ovn-transparent/ovn-transparent/master/nb"
 	"github.com/ovn-transparent/ovn-transparent/master/netpol"
 	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
@@ -77,9 +79,19 @@ func TestNetpolReadErrorIsNotEmpty(t *testing.T) {
 		Spec:   corev1.PodSpec{NodeName: "node1"},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIPs: []corev1.PodIP{{IP: "10.244.1.3"}}}}
 	broken := errors.New("pod cache unreadable")
+	addrs, err := ipam.NewState(netip.MustParsePrefix("10.244.0.0/16"), 24, netip.MustParsePrefix("100.64.0.0/16"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := addrs.ReserveNodeSubnet("node1", netip.MustParsePrefix("10.244.1.0/24")); err != nil {
+		t.Fatal(err)
+	}
+	if err := addrs.ReservePodIP("node1", "ns/web", netip.MustParseAddr("10.244.1.3")); err != nil {
+		t.Fatal(err)
+	}
 	state := func(pods corelisters.PodLister) *netpolState {
 		return &netpolState{
-			shared:     &shared{pods: pods, log: logr.Discard(), recorder: record.NewFakeRecorder(10)},
+			shared:     &shared{pods: pods, ipam: addrs, log: logr.Discard(), recorder: record.NewFakeRecorder(10)},
 			policies:   networkinglisters.NewNetworkPolicyLister(indexerOf(t, policies[0], policies[1])),
 			namespaces: corelisters.NewNamespaceLister(indexerOf(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}})),
 			index:      netpol.NewIndex(),

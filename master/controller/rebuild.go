@@ -12,14 +12,16 @@ import (
 
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/master/nb"
+	"github.com/ovn-transparent/ovn-transparent/master/topology"
 	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
 )
 
 // rebuild restores the allocations from their durable records before anything is
 // allocated, so that no subnet or address is handed out twice across master restarts:
 // node subnets from the Node annotations (else from the NB switch's other_config:subnet),
-// gateway join addresses from the NB, and pod addresses from the annotations of the pods that
-// still need them. Conflicts are left for the syncs, which report them as Events.
+// gateway join addresses from the NB, pod addresses from the pod ports in NB and then from the
+// annotations of the pods that have none. Conflicts are left for the syncs, which report them
+// as Events.
 func (c *Controller) rebuild(ctx context.Context) error {
 	nodes, err := c.nodes.List(labels.Everything())
 	if err != nil {
@@ -53,31 +55,35 @@ func (c *Controller) rebuild(ctx context.Context) error {
 			}
 		}
 	}
-	if err := c.rebuildPods(); err != nil {
+	// The ports first: a port in NB is the master's own record of a pod's address (nobody
+	// else writes the NB), an annotation only a copy that a user may have rewritten.
+	if err := c.rebuildPorts(ctx, nodes); err != nil {
 		return err
 	}
-	return c.rebuildOrphanPorts(ctx, nodes)
+	return c.rebuildPods()
 }
 
-// rebuildOrphanPorts reserves the address of every pod port in NB whose pod no longer holds
-// one (deleted, or finished, while no master ran), under that pod's key. The port's sync
-// deletes it and only then frees the address, as for a pod deleted while the master runs: an
-// address handed out while an old port still carries it would put two ports with one MAC
-// and IP on a switch, and OVN may keep forwarding to the old one.
-func (c *Controller) rebuildOrphanPorts(ctx context.Context, nodes []*corev1.Node) error {
+// rebuildPorts reserves the address of every pod port in NB under its owner's key, before any
+// annotation is read: whoever's port holds an address keeps it, and a pod whose annotation
+// names another pod's address gets its own back (its sync overwrites the annotation).
+//
+// A port whose pod no longer needs it (deleted, or finished, while no master ran) keeps its
+// address too, under that pod's key. The port's sync deletes it and only then frees the
+// address, as for a pod deleted while the master runs: an address handed out while an old
+// port still carries it would put two ports with one MAC and IP on a switch, and OVN may keep
+// forwarding to the old one.
+func (c *Controller) rebuildPorts(ctx context.Context, nodes []*corev1.Node) error {
 	rows, err := c.view.All(ctx)
 	if err != nil {
 		return err
 	}
+	kept := 0
 	for _, m := range rows {
 		lsp, ok := m.(*nbdb.LogicalSwitchPort)
 		if !ok || lsp.ExternalIDs[nb.RoleKey] != string(nb.PodPort) || len(lsp.Addresses) != 1 {
 			continue
 		}
 		key := lsp.ExternalIDs[nb.NameKey]
-		if _, _, held := c.ipam.PodIP(key); held {
-			continue
-		}
 		f := strings.Fields(lsp.Addresses[0])
 		if len(f) != 2 {
 			continue
@@ -89,17 +95,24 @@ func (c *Controller) rebuildOrphanPorts(ctx context.Context, nodes []*corev1.Nod
 		for _, n := range nodes {
 			if subnet, ok := c.ipam.NodeSubnet(n.Name); ok && subnet.Contains(ip) {
 				if err := c.ipam.ReservePodIP(n.Name, key, ip); err != nil {
-					c.log.V(2).Info("Orphan pod port's address not kept", "pod", key, "ip", ip, "err", err)
+					c.log.V(2).Info("Pod port's address not kept", "pod", key, "ip", ip, "err", err)
+				} else {
+					kept++
 				}
 				break
 			}
 		}
 	}
+	c.log.V(1).Info("Pod port addresses rebuilt from NB", "ports", kept)
 	return nil
 }
 
-// rebuildPods reserves the annotated address of every pod that still needs one, oldest pod
-// first: if two pods claim one address, the one that had it first keeps it.
+// rebuildPods reserves the annotated address of every pod that still needs one and has no
+// port in NB: a pod annotated just before a master stopped, or every pod after the NB was
+// lost. Only a value the master could have written counts (one address of the node's subnet,
+// the MAC derived from it, the subnet's gateway), only for an address no port holds, oldest
+// pod first. Anything else is left to the pod's sync, which allocates afresh and overwrites
+// the annotation.
 func (c *Controller) rebuildPods() error {
 	pods, err := c.pods.List(labels.Everything())
 	if err != nil {
@@ -113,24 +126,28 @@ func (c *Controller) rebuildPods() error {
 	})
 	kept := 0
 	for _, p := range pods {
+		key := p.Namespace + "/" + p.Name
 		s, has := p.Annotations[contract.PodNetworkKey]
 		if !has || !wantsNetwork(p) {
 			continue
+		}
+		if _, _, held := c.ipam.PodIP(key); held {
+			continue // its port's address
 		}
 		pn, err := contract.ParsePodNetwork(s)
 		if err != nil || len(pn.IPs) != 1 {
 			continue
 		}
 		subnet, ok := c.ipam.NodeSubnet(p.Spec.NodeName)
-		if !ok || pn.IPs[0].Masked() != subnet {
+		if !ok || pn.IPs[0].Masked() != subnet || !samePodNetwork(s, topology.PodNetwork(subnet, pn.IPs[0].Addr())) {
 			continue
 		}
-		if err := c.ipam.ReservePodIP(p.Spec.NodeName, p.Namespace+"/"+p.Name, pn.IPs[0].Addr()); err != nil {
-			c.log.V(2).Info("Pod address not kept", "pod", p.Namespace+"/"+p.Name, "err", err)
+		if err := c.ipam.ReservePodIP(p.Spec.NodeName, key, pn.IPs[0].Addr()); err != nil {
+			c.log.V(2).Info("Pod address not kept", "pod", key, "err", err)
 			continue
 		}
 		kept++
 	}
-	c.log.V(1).Info("Allocations rebuilt", "pods", kept)
+	c.log.V(1).Info("Pod addresses rebuilt from annotations", "pods", kept)
 	return nil
 }

@@ -53,6 +53,14 @@ type desire struct {
 	then func(plan *nb.Plan) ([]nb.Key, error)
 }
 
+// exclusive is a reconciler whose keys of one group must not sync at the same time: a sync
+// that decides the order of its writes from another key's rows (see handOver) must not race
+// a sync of that key computed from older input. The runtime holds the group's lock for a
+// key's sync and the syncs it runs inline; keys of different groups still run in parallel.
+type exclusive interface {
+	group(key string) string
+}
+
 // primer is a reconciler with in-memory state to fill from the caches before any sync.
 type primer interface {
 	prime() error

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,6 +47,12 @@ type Config struct {
 	ClusterCIDR    netip.Prefix
 	NodeSubnetBits int
 	JoinSubnet     netip.Prefix
+	// ServiceCIDRs are the Service ClusterIP ranges; like the cluster CIDR and the join
+	// subnet, no Service may claim an address in them as an external IP.
+	ServiceCIDRs []netip.Prefix
+	// AllowedExternalIPs are the ranges Services may claim as externalIPs or load balancer
+	// ingress IPs (svcmodel.ExternalIPPolicy); none allows none.
+	AllowedExternalIPs []netip.Prefix
 	// ResyncPeriod is how often every key is synced again, whatever the events said.
 	// Zero disables the periodic resync.
 	ResyncPeriod time.Duration
@@ -64,6 +71,8 @@ type Controller struct {
 	// kinds are the reconcilers, in the order their keys are enqueued; byKind finds a key's.
 	kinds  []reconciler
 	byKind map[nb.Kind]reconciler
+	// groups serializes the syncs of an exclusive reconciler's keys that share a group.
+	groups groupLocks
 
 	// refills counts the NB cache refills (reconnections) seen, for logs and tests.
 	refills atomic.Int64
@@ -118,7 +127,7 @@ func New(cfg Config, kube kubernetes.Interface, nbc client.Client, recorder reco
 	if err != nil {
 		return nil, err
 	}
-	pods, err := newPodReconciler(c.shared, w)
+	pods, err := newPodReconciler(c.shared, w, nbc)
 	if err != nil {
 		return nil, err
 	}
@@ -206,6 +215,14 @@ func (c *Controller) sync(ctx context.Context, key nb.Key) error {
 	if !ok {
 		return nil // a kind of another build; its rows are left alone
 	}
+	if x, ok := r.(exclusive); ok {
+		g := string(key.Kind) + " " + x.group(key.Name)
+		if !holds(ctx, g) {
+			defer c.groups.lock(g)()
+			ctx = withGroup(ctx, g)
+		}
+	}
+	ctx = withSyncing(ctx, key)
 	d, err := r.desired(ctx, key.Name)
 	if err != nil {
 		return fmt.Errorf("%s: %w", key, err)
@@ -214,6 +231,9 @@ func (c *Controller) sync(ctx context.Context, key nb.Key) error {
 		return nil
 	}
 	for _, k := range d.needs {
+		if syncing(ctx, k) {
+			continue // needs each other: the outer sync applies after this one
+		}
 		if err := c.sync(ctx, k); err != nil {
 			return err
 		}
@@ -224,6 +244,76 @@ func (c *Controller) sync(ctx context.Context, key nb.Key) error {
 	}
 	c.followUp(key, d, plan)
 	return nil
+}
+
+// chainKey is the context key of what a chain of inline syncs (a key, the keys it needs,
+// theirs...) holds: the keys being synced, outermost first, and the groups locked.
+type chainKey struct{}
+
+type chain struct {
+	keys   []nb.Key
+	groups []string
+}
+
+func chainOf(ctx context.Context) chain {
+	ch, _ := ctx.Value(chainKey{}).(chain)
+	return ch
+}
+
+func withSyncing(ctx context.Context, key nb.Key) context.Context {
+	ch := chainOf(ctx)
+	ch.keys = append(slices.Clip(ch.keys), key)
+	return context.WithValue(ctx, chainKey{}, ch)
+}
+
+func withGroup(ctx context.Context, group string) context.Context {
+	ch := chainOf(ctx)
+	ch.groups = append(slices.Clip(ch.groups), group)
+	return context.WithValue(ctx, chainKey{}, ch)
+}
+
+// syncing reports whether key is being synced by the chain ctx belongs to: its rows are not
+// applied yet, and syncing it again inline would never end.
+func syncing(ctx context.Context, key nb.Key) bool { return slices.Contains(chainOf(ctx).keys, key) }
+
+// holds reports whether the chain ctx belongs to holds group's lock.
+func holds(ctx context.Context, group string) bool {
+	return slices.Contains(chainOf(ctx).groups, group)
+}
+
+// groupLocks is one mutex per group name, created on first use.
+type groupLocks struct {
+	mu    sync.Mutex
+	locks map[string]*groupLock
+}
+
+type groupLock struct {
+	sync.Mutex
+	users int
+}
+
+// lock locks group and returns its unlock; a group nobody holds or waits for is forgotten.
+func (g *groupLocks) lock(group string) (unlock func()) {
+	g.mu.Lock()
+	if g.locks == nil {
+		g.locks = map[string]*groupLock{}
+	}
+	l := g.locks[group]
+	if l == nil {
+		l = &groupLock{}
+		g.locks[group] = l
+	}
+	l.users++
+	g.mu.Unlock()
+	l.Lock()
+	return func() {
+		l.Unlock()
+		g.mu.Lock()
+		if l.users--; l.users == 0 {
+			delete(g.locks, group)
+		}
+		g.mu.Unlock()
+	}
 }
 
 // apply makes the rows owned by key equal to rows, in one transaction.

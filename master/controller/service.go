@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"reflect"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
+	"github.com/ovn-transparent/ovn-transparent/internal/svcmodel"
 	"github.com/ovn-transparent/ovn-transparent/master/nb"
 	"github.com/ovn-transparent/ovn-transparent/master/services"
 )
@@ -69,7 +71,62 @@ func newServiceReconciler(s *shared, w *watcher) (*serviceReconciler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("controller: endpointslice handler: %w", err)
 	}
+	// A node address that appears or goes changes which external IPs Services may claim.
+	nodeIPsChanged := func(old, cur *corev1.Node) {
+		var o, n []*corev1.Node
+		if old != nil {
+			o = []*corev1.Node{old}
+		}
+		if cur != nil {
+			n = []*corev1.Node{cur}
+		}
+		if !slices.Equal(svcmodel.NodeIPs(o), svcmodel.NodeIPs(n)) {
+			keys, err := s.externalServices()
+			if err != nil {
+				s.log.Error(err, "Listing the Services with external IPs after a node address changed; the periodic resync syncs them")
+			}
+			w.add(keys...)
+		}
+	}
+	err = w.handle(w.factory.Core().V1().Nodes().Informer(), cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { nodeIPsChanged(nil, obj.(*corev1.Node)) },
+		UpdateFunc: func(old, cur any) { nodeIPsChanged(old.(*corev1.Node), cur.(*corev1.Node)) },
+		DeleteFunc: func(obj any) {
+			if n, ok := unwrapTombstone(obj).(*corev1.Node); ok {
+				nodeIPsChanged(n, nil)
+			}
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("controller: node handler for services: %w", err)
+	}
 	return &serviceReconciler{shared: s, slices: sliceInf.Informer().GetIndexer()}, nil
+}
+
+// externalPolicy is which external and ingress IPs Services may claim now: the operator's
+// ranges, less the cluster's own ranges and every node's address.
+func (s *shared) externalPolicy() (svcmodel.ExternalIPPolicy, error) {
+	nodes, err := s.nodes.List(labels.Everything())
+	if err != nil {
+		return svcmodel.ExternalIPPolicy{}, fmt.Errorf("list nodes: %w", err)
+	}
+	reserved := append([]netip.Prefix{s.cfg.ClusterCIDR, s.cfg.JoinSubnet}, s.cfg.ServiceCIDRs...)
+	return svcmodel.NewExternalIPPolicy(s.cfg.AllowedExternalIPs, reserved, nodes), nil
+}
+
+// externalServices returns the keys of the Services that claim external or ingress IPs.
+func (s *shared) externalServices() ([]nb.Key, error) {
+	list, err := s.services.List(labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("list services: %w", err)
+	}
+	var keys []nb.Key
+	for _, svc := range list {
+		if len(svc.Spec.ExternalIPs) > 0 || len(svc.Status.LoadBalancer.Ingress) > 0 {
+			keys = append(keys, nb.Key{Kind: nb.Service, Name: svc.Namespace + "/" + svc.Name})
+		}
+	}
+	return keys, nil
 }
 
 func (*serviceReconciler) kind() nb.Kind { return nb.Service }
@@ -125,7 +182,11 @@ func (r *serviceReconciler) desired(_ context.Context, key string) (desire, erro
 			return desire{}, err
 		}
 	}
-	rows, problems := services.Rows(svc, eps, nodes)
+	policy, err := r.externalPolicy()
+	if err != nil {
+		return desire{}, err
+	}
+	rows, problems := services.Rows(svc, eps, nodes, policy)
 	for _, p := range problems {
 		r.warn(svc, p.Reason, "%s", p.Message)
 	}

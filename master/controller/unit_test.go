@@ -42,17 +42,21 @@ import (
 type unitEnv struct {
 	t      *testing.T
 	ctx    context.Context
+	cfg    Config
 	kube   *fake.Clientset
 	nbSrv  *ovsdbtest.Server
 	reader client.Client
 	events *kubetest.Recorder
+	// stop stops the running master and waits for it.
+	stop func()
 }
 
 // startUnit starts the master with cfg on a fake clientset holding objs and an empty NB.
 func startUnit(t *testing.T, cfg Config, objs ...runtime.Object) *unitEnv {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	e := &unitEnv{t: t, ctx: ctx, kube: fake.NewClientset(objs...), nbSrv: ovsdbtest.Start(t, ovsdbtest.NB),
+	t.Cleanup(cancel)
+	e := &unitEnv{t: t, ctx: ctx, cfg: cfg, kube: fake.NewClientset(objs...), nbSrv: ovsdbtest.Start(t, ovsdbtest.NB),
 		events: &kubetest.Recorder{}}
 	e.reader = e.connect()
 	// northd or `ovn-nbctl init` creates the one NB_Global row; the master counts its
@@ -64,19 +68,41 @@ func startUnit(t *testing.T, cfg Config, objs ...runtime.Object) *unitEnv {
 	if _, err := ovsdb.Transact(ctx, e.reader, ops...); err != nil {
 		t.Fatal(err)
 	}
-	ctrl, err := New(cfg, e.kube, e.connect(), e.events, testr.New(t))
+	e.startMaster()
+	t.Cleanup(func() { e.stop() })
+	return e
+}
+
+// startMaster starts a master (a new process, as far as its state goes) on the env's
+// clientset and NB.
+func (e *unitEnv) startMaster() {
+	e.t.Helper()
+	ctx, cancel := context.WithCancel(e.ctx)
+	ctrl, err := New(e.cfg, e.kube, e.connect(), e.events, testr.New(e.t))
 	if err != nil {
-		t.Fatal(err)
+		cancel()
+		e.t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- ctrl.Run(ctx) }()
-	t.Cleanup(func() {
+	stopped := false
+	e.stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
 		cancel()
 		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
+			e.t.Errorf("Run: %v", err)
 		}
-	})
-	return e
+	}
+}
+
+// restartMaster stops the master and starts a new one: a restart or a leader fail-over.
+func (e *unitEnv) restartMaster() {
+	e.t.Helper()
+	e.stop()
+	e.startMaster()
 }
 
 func (e *unitEnv) connect() client.Client {

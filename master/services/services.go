@@ -59,14 +59,14 @@ func HasLocalPolicy(svc *corev1.Service) bool {
 	return svcmodel.ExternalLocal(svc) || svcmodel.InternalLocal(svc)
 }
 
-// Rows returns the load balancer rows svc wants, given its EndpointSlices and the nodes,
-// and the problems found in its spec. Rows are sorted by ID so that equal inputs give equal
-// output.
-func Rows(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, nodes []Node) ([]nb.Row, []Problem) {
+// Rows returns the load balancer rows svc wants, given its EndpointSlices, the nodes and the
+// policy its external and ingress IPs must pass, and the problems found in its spec. Rows
+// are sorted by ID so that equal inputs give equal output.
+func Rows(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, nodes []Node, policy svcmodel.ExternalIPPolicy) ([]nb.Row, []Problem) {
 	if !Wanted(svc) {
 		return nil, nil
 	}
-	c, problems := buildConfig(svc, eps)
+	c, problems := buildConfig(svc, eps, policy)
 	lbs := clusterLBs(c)
 	addNodePortVIPs(c, lbs)
 	maps.Copy(lbs, nodeRouterLBs(c, nodes))
@@ -96,13 +96,13 @@ type portConfig struct {
 
 // buildConfig reads svc and its slices. The problems come in the order the Events have
 // always had: cluster IPs, external and ingress IPs, ports.
-func buildConfig(svc *corev1.Service, eps []*discoveryv1.EndpointSlice) (config, []Problem) {
+func buildConfig(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, policy svcmodel.ExternalIPPolicy) (config, []Problem) {
 	c := config{svc: svc, key: svc.Namespace + "/" + svc.Name,
 		etpLocal: svcmodel.ExternalLocal(svc), itpLocal: svcmodel.InternalLocal(svc),
 		options: map[string]string{}}
 	var problems, p []Problem
 	c.clusterIPs, problems = svcmodel.ClusterIPs(svc)
-	c.external, p = svcmodel.ExternalIPs(svc)
+	c.external, p = svcmodel.ExternalIPs(svc, policy)
 	problems = append(problems, p...)
 	ports, p := svcmodel.Ports(svc)
 	problems = append(problems, p...)

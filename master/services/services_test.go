@@ -81,7 +81,7 @@ func TestClusterIPMultiPortMultiProtocol(t *testing.T) {
 		slice("dns", corev1.ProtocolUDP, 5353, ep{ip: "10.244.1.10", node: "node1"}),
 		slice("dns-tcp", corev1.ProtocolTCP, 5353, ep{ip: "10.244.1.10", node: "node1"}),
 		slice("sctp", corev1.ProtocolSCTP, 9000, ep{ip: "10.244.2.10", node: "node2"}),
-	}, nodes)
+	}, nodes, allowAll)
 	if len(problems) != 0 {
 		t.Fatal(problems)
 	}
@@ -111,7 +111,7 @@ func TestNamedTargetPortPerSlice(t *testing.T) {
 	rows, _ := Rows(svc(nil), []*discoveryv1.EndpointSlice{
 		slice("http", corev1.ProtocolTCP, 8080, ep{ip: "10.244.1.10"}),
 		slice("http", corev1.ProtocolTCP, 9090, ep{ip: "10.244.1.11"}),
-	}, nil)
+	}, nil, allowAll)
 	if v := lbs(t, rows)["lb-cluster tcp"].Vips["10.96.0.10:80"]; v != "10.244.1.10:8080,10.244.1.11:9090" {
 		t.Errorf("backends %q", v)
 	}
@@ -122,7 +122,7 @@ func TestManyBackends(t *testing.T) {
 	for i := range 150 {
 		eps = append(eps, ep{ip: fmt.Sprintf("10.244.%d.%d", 1+i/100, 10+i%100)})
 	}
-	rows, _ := Rows(svc(nil), []*discoveryv1.EndpointSlice{slice("http", corev1.ProtocolTCP, 8080, eps...)}, nil)
+	rows, _ := Rows(svc(nil), []*discoveryv1.EndpointSlice{slice("http", corev1.ProtocolTCP, 8080, eps...)}, nil, allowAll)
 	if n := len(strings.Split(lbs(t, rows)["lb-cluster tcp"].Vips["10.96.0.10:80"], ",")); n != 150 {
 		t.Errorf("%d backends, want 150", n)
 	}
@@ -143,7 +143,7 @@ func TestReadiness(t *testing.T) {
 		{"no endpoints: empty VIP, reject", false, nil, ""},
 	} {
 		s := svc(func(s *corev1.Service) { s.Spec.PublishNotReadyAddresses = tc.publish })
-		rows, _ := Rows(s, []*discoveryv1.EndpointSlice{slice("http", corev1.ProtocolTCP, 8080, tc.eps...)}, nil)
+		rows, _ := Rows(s, []*discoveryv1.EndpointSlice{slice("http", corev1.ProtocolTCP, 8080, tc.eps...)}, nil, allowAll)
 		lb := lbs(t, rows)["lb-cluster tcp"]
 		if got, ok := lb.Vips["10.96.0.10:80"]; !ok || got != tc.wantBackns || lb.Options["reject"] != "true" {
 			t.Errorf("%s: backends %q (present %v), options %v; want %q", tc.name, got, ok, lb.Options, tc.wantBackns)
@@ -160,7 +160,7 @@ func TestNodePortLoadBalancerExternalIPsAffinity(t *testing.T) {
 		s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
 		s.Spec.SessionAffinityConfig = &corev1.SessionAffinityConfig{ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: ptr.To(int32(5))}}
 	})
-	rows, _ := Rows(s, []*discoveryv1.EndpointSlice{slice("http", corev1.ProtocolTCP, 8080, ep{ip: "10.244.1.10", node: "node1"})}, nodes)
+	rows, _ := Rows(s, []*discoveryv1.EndpointSlice{slice("http", corev1.ProtocolTCP, 8080, ep{ip: "10.244.1.10", node: "node1"})}, nodes, allowAll)
 	got := lbs(t, rows)
 	if keys(got) != "[lb-cluster tcp]" {
 		t.Fatalf("rows %s: NodePort must not cost a row per node", keys(got))
@@ -185,7 +185,7 @@ func TestExternalTrafficPolicyLocal(t *testing.T) {
 	})
 	noIP := append(nodes, Node{Name: "node3", HasSwitch: true}) // no chassis yet: no GR
 	rows, _ := Rows(s, []*discoveryv1.EndpointSlice{slice("http", corev1.ProtocolTCP, 8080,
-		ep{ip: "10.244.1.10", node: "node1"}, ep{ip: "10.244.2.10", node: "node2"}, ep{ip: "10.244.2.11", node: "node2"})}, noIP)
+		ep{ip: "10.244.1.10", node: "node1"}, ep{ip: "10.244.2.10", node: "node2"}, ep{ip: "10.244.2.11", node: "node2"})}, noIP, allowAll)
 	got := lbs(t, rows)
 	if keys(got) != "[lb-cluster tcp lb-node-router tcp/node1 lb-node-router tcp/node2]" {
 		t.Fatalf("rows %s", keys(got))
@@ -210,7 +210,7 @@ func TestInternalTrafficPolicyLocal(t *testing.T) {
 	s := svc(func(s *corev1.Service) {
 		s.Spec.InternalTrafficPolicy = ptr.To(corev1.ServiceInternalTrafficPolicyLocal)
 	})
-	rows, _ := Rows(s, []*discoveryv1.EndpointSlice{slice("http", corev1.ProtocolTCP, 8080, ep{ip: "10.244.1.10", node: "node1"})}, nodes)
+	rows, _ := Rows(s, []*discoveryv1.EndpointSlice{slice("http", corev1.ProtocolTCP, 8080, ep{ip: "10.244.1.10", node: "node1"})}, nodes, allowAll)
 	got := lbs(t, rows)
 	if keys(got) != "[lb-node-switch tcp/node1 lb-node-switch tcp/node2]" {
 		t.Fatalf("rows %s", keys(got))
@@ -231,7 +231,7 @@ func TestNotOurs(t *testing.T) {
 		}),
 		"other proxy": svc(func(s *corev1.Service) { s.Labels = map[string]string{svcmodel.ProxyNameLabel: "other"} }),
 	} {
-		if rows, problems := Rows(s, nil, nodes); len(rows)+len(problems) != 0 {
+		if rows, problems := Rows(s, nil, nodes, allowAll); len(rows)+len(problems) != 0 {
 			t.Errorf("%s: %d rows, %v", name, len(rows), problems)
 		}
 	}
@@ -242,7 +242,7 @@ func TestBadInput(t *testing.T) {
 		s.Spec.ClusterIPs = []string{"10.96.0.10", "fd00::10"}
 		s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: "weird", Protocol: "ICMP", Port: 1})
 	})
-	rows, problems := Rows(s, nil, nil)
+	rows, problems := Rows(s, nil, nil, allowAll)
 	if len(problems) != 2 || problems[0].Reason != ReasonUnsupportedIPFamily || problems[1].Reason != ReasonUnsupportedProtocol {
 		t.Errorf("problems %v", problems)
 	}
@@ -250,3 +250,8 @@ func TestBadInput(t *testing.T) {
 		t.Errorf("the good part is kept: %s", keys(got))
 	}
 }
+
+// allowAll admits every unicast IPv4 external address outside the tests' pod range, for tests
+// about everything but the external IP policy.
+var allowAll = svcmodel.ExternalIPPolicy{Allowed: []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0")},
+	Reserved: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}}

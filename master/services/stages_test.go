@@ -87,7 +87,7 @@ func TestBuildConfig(t *testing.T) {
 		s := svc(tc.mod)
 		want := conf(tc.want)
 		want.svc = s
-		got, problems := buildConfig(s, slices)
+		got, problems := buildConfig(s, slices, allowAll)
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s:\n got %+v\nwant %+v", tc.name, got, want)
 		}

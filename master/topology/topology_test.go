@@ -174,7 +174,7 @@ func TestPodRowsAndAnnotation(t *testing.T) {
 	if info.MACAddress != "0a:58:0a:f4:02:05" || info.GatewayIPs[0] != "10.244.2.1" || info.IPAddresses[0] != "10.244.2.5/24" {
 		t.Errorf("annotation %+v", info)
 	}
-	rows, err := PodRows(Pod{Namespace: "ns", Name: "web", UID: "u1", Node: "node2", IP: netip.MustParseAddr("10.244.2.5"), MAC: info.MACAddress})
+	rows, err := PodRows(Pod{Namespace: "ns", Name: "web", UID: "u1", Node: "node2", IP: netip.MustParseAddr("10.244.2.5")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,10 +182,14 @@ func TestPodRowsAndAnnotation(t *testing.T) {
 	lsp := r.Model.(*nbdb.LogicalSwitchPort)
 	want := []string{"0a:58:0a:f4:02:05 10.244.2.5"}
 	if lsp.Name != "ns_web" || !reflect.DeepEqual(lsp.Addresses, want) || !reflect.DeepEqual(lsp.PortSecurity, want) ||
-		lsp.ExternalIDs[PodUIDKey] != "u1" || r.ID.Name != "ns/web" || r.Parent != nb.NewID(nb.Node, "node2", nb.NodeSwitch) {
+		lsp.ExternalIDs[contract.PodUIDKey] != "u1" || r.ID.Name != "ns/web" || r.Parent != nb.NewID(nb.Node, "node2", nb.NodeSwitch) {
 		t.Errorf("pod port %+v, id %s, parent %s", lsp, r.ID, r.Parent)
 	}
+	// Bound only on its own node's chassis, and only to the interface of this incarnation.
+	if want := map[string]string{"requested-chassis": "node2", "iface-id-ver": "u1"}; !reflect.DeepEqual(lsp.Options, want) {
+		t.Errorf("pod port options %v, want %v", lsp.Options, want)
+	}
 	if _, err := PodRows(Pod{Namespace: "ns", Name: "web", IP: netip.MustParseAddr("10.244.2.5")}); err == nil {
-		t.Error("a pod without node and MAC was accepted")
+		t.Error("a pod without node and UID was accepted")
 	}
 }

@@ -50,7 +50,7 @@ func setupChassis(ctx context.Context, cfg Config, sw *ovs.Switch, host hostnet.
 		encapIP = addr.IP.Addr()
 	}
 	ch := ovs.Chassis{
-		SystemID: cfg.NodeName, Hostname: cfg.NodeName, SBRemote: cfg.SBAddress,
+		SystemID: cfg.NodeName, Hostname: contract.ChassisHostname(cfg.NodeName), SBRemote: cfg.SBAddress,
 		EncapType: cfg.EncapType, EncapIP: encapIP.String(), DatapathType: cfg.DatapathType,
 	}
 	if cfg.UplinkIface != "" {

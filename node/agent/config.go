@@ -42,6 +42,12 @@ type Config struct {
 	// ClusterCIDRs and ServiceCIDRs are routed from the node through the management port.
 	ClusterCIDRs []netip.Prefix
 	ServiceCIDRs []netip.Prefix
+	// JoinSubnet is the master's join subnet and AllowedExternalIPs the ranges Services may
+	// claim as external IPs: with the two above and every node's address they decide which
+	// external IPs get a gateway bridge entry point (svcmodel.ExternalIPPolicy), exactly as
+	// the master decides which get a load balancer VIP.
+	JoinSubnet         netip.Prefix
+	AllowedExternalIPs []netip.Prefix
 
 	CNISocket  string
 	CNIBinDir  string

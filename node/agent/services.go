@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"net/netip"
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/kubernetes"
@@ -20,7 +21,8 @@ import (
 // waits for it to end.
 func startServices(ctx context.Context, cfg Config, client kubernetes.Interface, addr hostnet.NodeAddress,
 	gw *gateway.Controller, log logr.Logger) (stop func()) {
-	sc := services.Config{NodeName: cfg.NodeName, NodeIP: addr.IP.Addr()}
+	sc := services.Config{NodeName: cfg.NodeName, NodeIP: addr.IP.Addr(), AllowedExternalIPs: cfg.AllowedExternalIPs,
+		Reserved: append(append([]netip.Prefix{cfg.JoinSubnet}, cfg.ClusterCIDRs...), cfg.ServiceCIDRs...)}
 	if gw != nil {
 		sc.Gateway = gw
 	}

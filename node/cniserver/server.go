@@ -25,9 +25,9 @@ import (
 // Interface external_ids the agent writes on a pod's port besides OVN's own, so DEL and GC
 // find the port from the CNI attachment without any state of their own.
 const (
-	KeyIfaceID     = "iface-id"     // OVN: the logical switch port, contract.PodPort
-	KeyAttachedMAC = "attached-mac" // OVN: the pod's MAC
-	KeyIfaceIDVer  = "iface-id-ver" // OVN: binds only the pod with this UID
+	KeyIfaceID     = "iface-id"          // OVN: the logical switch port, contract.PodPort
+	KeyAttachedMAC = "attached-mac"      // OVN: the pod's MAC
+	KeyIfaceIDVer  = contract.IfaceIDVer // OVN: binds only the pod with this UID (the LSP option the master sets)
 	KeyContainerID = "ovnt-container-id"
 	KeyIfName      = "ovnt-ifname"
 	KeySandbox     = "ovnt-sandbox" // the pod's network namespace path

@@ -76,14 +76,14 @@ func TestHealthCheckAgreesWithGatewayRouterLB(t *testing.T) {
 				own = append(own, sl)
 			}
 		}
-		rows, _ := mastersvc.Rows(s, own, nodes)
+		rows, _ := mastersvc.Rows(s, own, nodes, allowAll)
 		ports, _ := svcmodel.Ports(s)
 		for _, n := range nodes {
 			want := routerBackends(rows, n.Name)
 			if got := localEndpoints(s, ports, own, n.Name); !slices.Equal(got, want) {
 				t.Errorf("%s, %s: health check endpoints %v; the gateway router balances to %v", tc.name, n.Name, got, want)
 			}
-			hc, ok := Desired([]*corev1.Service{s}, tc.slices, n.Name, n.IP).Health[32000]
+			hc, ok := Desired([]*corev1.Service{s}, tc.slices, n.Name, n.IP, allowAll).Health[32000]
 			if !ok || hc.LocalEndpoints != len(want) {
 				t.Errorf("%s, %s: health check %+v (present %v); the gateway router balances to %v", tc.name, n.Name, hc, ok, want)
 			}
@@ -109,4 +109,84 @@ func routerBackends(rows []nb.Row, node string) []netip.Addr {
 	}
 	slices.SortFunc(out, netip.Addr.Compare)
 	return slices.Compact(out)
+}
+
+// allowAll admits every unicast IPv4 external address outside the tests' pod range, for tests
+// about everything but the external IP policy.
+var allowAll = svcmodel.ExternalIPPolicy{Allowed: []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0")},
+	Reserved: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}}
+
+// H1: a tenant's Service claiming a node's address (its sshd, its kubelet) as an externalIP
+// or ingress IP gets neither a gateway bridge entry point for it on any node nor a load
+// balancer VIP on the master; its other, allowed addresses and its NodePorts still work. The
+// master and the node refuse exactly the same addresses, built from the same flags and Nodes.
+func TestExternalIPPolicyAgreesWithMaster(t *testing.T) {
+	nodeObj := func(name, ip string) *corev1.Node {
+		n := &corev1.Node{}
+		n.Name = name
+		n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}}
+		return n
+	}
+	nodes := []*corev1.Node{nodeObj("node1", "172.18.0.1"), nodeObj("node2", "172.18.0.2")}
+	policy := svcmodel.NewExternalIPPolicy(
+		[]netip.Prefix{netip.MustParsePrefix("172.18.0.0/16"), netip.MustParsePrefix("192.0.2.0/24")},
+		[]netip.Prefix{netip.MustParsePrefix("10.244.0.0/16"), netip.MustParsePrefix("10.96.0.0/16"), netip.MustParsePrefix("100.64.0.0/16")},
+		nodes)
+	hijack := svc("hijack", corev1.ServiceTypeLoadBalancer, func(s *corev1.Service) {
+		s.Spec.Ports = []corev1.ServicePort{
+			{Name: "ssh", Protocol: corev1.ProtocolTCP, Port: 22, NodePort: 30022},
+			{Name: "kubelet", Protocol: corev1.ProtocolTCP, Port: 10250, NodePort: 30250},
+		}
+		s.Spec.ExternalIPs = []string{"172.18.0.1", "192.0.2.10", "10.96.0.1", "198.51.100.1"}
+		s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "172.18.0.2"}, {IP: "192.0.2.20"}}
+	})
+	admitted := []string{"192.0.2.10", "192.0.2.20"}
+
+	st := Desired([]*corev1.Service{hijack}, nil, "node1", nodeIP, policy)
+	var entry []string
+	nodePorts := 0
+	for _, p := range st.NodePorts {
+		if p.IP.IsValid() {
+			entry = append(entry, p.IP.String())
+		} else {
+			nodePorts++
+		}
+	}
+	slices.Sort(entry)
+	entry = slices.Compact(entry)
+	if !slices.Equal(entry, admitted) {
+		t.Errorf("gateway bridge entry points on %v, want only %v", entry, admitted)
+	}
+	if nodePorts != 2 {
+		t.Errorf("%d NodePort entry points, want the Service's 2: %+v", nodePorts, st.NodePorts)
+	}
+
+	rows, problems := mastersvc.Rows(hijack, nil, nil, policy)
+	var vips []string
+	for _, r := range rows {
+		lb, ok := r.Model.(*nbdb.LoadBalancer)
+		if !ok {
+			continue
+		}
+		for vip := range lb.Vips {
+			ap, err := netip.ParseAddrPort(vip)
+			if err == nil && ap.Addr() != netip.MustParseAddr("10.96.0.10") && ap.Addr() != netip.MustParseAddr("169.254.100.1") && !strings.HasPrefix(vip, "^") {
+				vips = append(vips, ap.Addr().String())
+			}
+		}
+	}
+	slices.Sort(vips)
+	vips = slices.Compact(vips)
+	if !slices.Equal(vips, entry) {
+		t.Errorf("master load balancer VIPs on external addresses %v, node entry points %v: they must agree", vips, entry)
+	}
+	refused := 0
+	for _, p := range problems {
+		if p.Reason == svcmodel.ReasonExternalIPRefused {
+			refused++
+		}
+	}
+	if refused != 4 {
+		t.Errorf("%d refusals, want 4 (two node addresses, a Service address, one outside the allowed ranges): %+v", refused, problems)
+	}
 }

@@ -9,12 +9,14 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/reconcile"
+	"github.com/ovn-transparent/ovn-transparent/internal/svcmodel"
 	"github.com/ovn-transparent/ovn-transparent/node/gateway"
 	"github.com/ovn-transparent/ovn-transparent/node/localnat"
 )
@@ -30,6 +32,11 @@ type Gateway interface {
 type Config struct {
 	NodeName string
 	NodeIP   netip.Addr
+	// AllowedExternalIPs and Reserved are the external IP policy's ranges (what the master
+	// is given): the Services' external and ingress IPs get an entry point only if
+	// svcmodel.ExternalIPPolicy admits them, with every node's address refused.
+	AllowedExternalIPs []netip.Prefix
+	Reserved           []netip.Prefix
 	// Gateway is nil when the node has no gateway bridge; NAT is nil where local NodePort
 	// access is not implemented.
 	Gateway Gateway
@@ -48,6 +55,7 @@ type Controller struct {
 	factory informers.SharedInformerFactory
 	svcs    cache.SharedIndexInformer
 	slices  cache.SharedIndexInformer
+	nodes   cache.SharedIndexInformer // every node: their addresses are never external IPs
 	loop    *reconcile.Loop[string]
 	health  *HealthServers
 
@@ -64,6 +72,7 @@ func New(cfg Config, client kubernetes.Interface, log logr.Logger) *Controller {
 		cfg: cfg, log: log, factory: factory,
 		svcs:   factory.Core().V1().Services().Informer(),
 		slices: factory.Discovery().V1().EndpointSlices().Informer(),
+		nodes:  factory.Core().V1().Nodes().Informer(),
 		health: NewHealthServers(cfg.NodeIP),
 	}
 	c.loop = reconcile.New("node-services", func(ctx context.Context, _ string) error { return c.sync(ctx) }, log, reconcile.Options{})
@@ -74,6 +83,17 @@ func New(cfg Config, client kubernetes.Interface, log logr.Logger) *Controller {
 	}
 	c.svcs.AddEventHandler(h)
 	c.slices.AddEventHandler(h)
+	c.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { c.loop.Add(key) },
+		// Node status changes every few seconds; only the addresses matter here.
+		UpdateFunc: func(old, cur any) {
+			o, n := old.(*corev1.Node), cur.(*corev1.Node)
+			if !slices.Equal(svcmodel.NodeIPs([]*corev1.Node{o}), svcmodel.NodeIPs([]*corev1.Node{n})) {
+				c.loop.Add(key)
+			}
+		},
+		DeleteFunc: func(any) { c.loop.Add(key) },
+	})
 	return c
 }
 
@@ -82,7 +102,7 @@ func New(cfg Config, client kubernetes.Interface, log logr.Logger) *Controller {
 func (c *Controller) Run(ctx context.Context) {
 	defer c.health.Close()
 	c.factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), c.svcs.HasSynced, c.slices.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), c.svcs.HasSynced, c.slices.HasSynced, c.nodes.HasSynced) {
 		return
 	}
 	// After a restart nothing may be dropped before the caches are complete: the first
@@ -101,7 +121,12 @@ func (c *Controller) sync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	st := Desired(svcs, eps, c.cfg.NodeName, c.cfg.NodeIP)
+	nodes, err := c.factory.Core().V1().Nodes().Lister().List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	policy := svcmodel.NewExternalIPPolicy(c.cfg.AllowedExternalIPs, c.cfg.Reserved, nodes)
+	st := Desired(svcs, eps, c.cfg.NodeName, c.cfg.NodeIP, policy)
 	if c.cfg.Gateway != nil && !slices.Equal(st.NodePorts, c.lastPorts) {
 		c.cfg.Gateway.SetNodePorts(st.NodePorts)
 		c.lastPorts = st.NodePorts

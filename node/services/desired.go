@@ -42,8 +42,8 @@ type State struct {
 // Desired returns what the node must do for svcs and their slices (any namespace; a slice
 // belongs to the Service its kubernetes.io/service-name label names in its namespace). It is a
 // translation of svcmodel's reading of each Service, the one the master's load balancers are
-// built from.
-func Desired(svcs []*corev1.Service, eps []*discovery.EndpointSlice, node string, nodeIP netip.Addr) State {
+// built from; external and ingress IPs are those policy admits, as on the master.
+func Desired(svcs []*corev1.Service, eps []*discovery.EndpointSlice, node string, nodeIP netip.Addr, policy svcmodel.ExternalIPPolicy) State {
 	bySvc := map[[2]string][]*discovery.EndpointSlice{}
 	for _, s := range eps {
 		if name := s.Labels[discovery.LabelServiceName]; name != "" {
@@ -58,7 +58,7 @@ func Desired(svcs []*corev1.Service, eps []*discovery.EndpointSlice, node string
 		}
 		// Problems are the master's to report, as Events; the node skips the bad part.
 		ports, _ := svcmodel.Ports(svc)
-		external, _ := svcmodel.ExternalIPs(svc)
+		external, _ := svcmodel.ExternalIPs(svc, policy)
 		clusterIPs, _ := svcmodel.ClusterIPs(svc)
 		for _, p := range ports {
 			st.entryPoints(p, clusterIPs, external, nodeIP)

@@ -90,7 +90,7 @@ func TestDesiredEntryPoints(t *testing.T) {
 			s.Spec.Ports = []corev1.ServicePort{{Protocol: corev1.ProtocolSCTP, Port: 9, NodePort: 31002}}
 		}),
 	}
-	got := Desired(svcs, nil, "node1", nodeIP)
+	got := Desired(svcs, nil, "node1", nodeIP, allowAll)
 	wantPorts := []gateway.NodePort{
 		{Protocol: tcp, Port: 80, IP: vip}, // eip and lb: one entry
 		{Protocol: tcp, Port: 80, IP: ing},
@@ -160,7 +160,7 @@ func TestDesiredHealthChecks(t *testing.T) {
 			return s
 		}(),
 	}
-	got := Desired(svcs, eps, "node1", nodeIP).Health
+	got := Desired(svcs, eps, "node1", nodeIP, allowAll).Health
 	want := map[uint16]HealthCheck{
 		32001: {"ns", "ready", 2},
 		32002: {"ns", "none-here", 0},
@@ -182,7 +182,7 @@ func TestDesiredNoClusterIP(t *testing.T) {
 		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
 		s.Spec.HealthCheckNodePort = 32000
 	})
-	if got := Desired([]*corev1.Service{s}, nil, "node1", nodeIP); len(got.NodePorts)+len(got.LocalNAT)+len(got.Health) != 0 {
+	if got := Desired([]*corev1.Service{s}, nil, "node1", nodeIP, allowAll); len(got.NodePorts)+len(got.LocalNAT)+len(got.Health) != 0 {
 		t.Errorf("a Service without a ClusterIP: %+v", got)
 	}
 }

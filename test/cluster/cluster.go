@@ -40,7 +40,15 @@ type Options struct {
 	// RealNodes runs the real kubelet and Debian's containerd on every node, with images
 	// built here (realnode.go), instead of the kubelet stand-in.
 	RealNodes bool
+	// AllowedExternalIPs is --allowed-external-ip-cidrs of the master and every node;
+	// empty means DefaultAllowedExternalIPs.
+	AllowedExternalIPs string
 }
+
+// DefaultAllowedExternalIPs are the ranges a test cluster's Services may claim as external
+// IPs: the documentation ranges of RFC 5737, and the underlay itself, so that the tests show
+// a node's own address refused by the node-address rule, not merely by the ranges.
+const DefaultAllowedExternalIPs = "192.0.2.0/24,198.51.100.0/24,203.0.113.0/24," + harness.UnderlaySubnet
 
 // Cluster is a running cluster. Everything stops with its Run.
 type Cluster struct {
@@ -82,6 +90,9 @@ func Start(ctx context.Context, r *harness.Run, opts Options) (*Cluster, error) 
 	}
 	if opts.ServiceCIDR == "" {
 		opts.ServiceCIDR = "10.96.0.0/16"
+	}
+	if opts.AllowedExternalIPs == "" {
+		opts.AllowedExternalIPs = DefaultAllowedExternalIPs
 	}
 	c := &Cluster{Run: r, opts: opts, BinDir: opts.BinDir}
 	if c.BinDir == "" {
@@ -162,6 +173,8 @@ func (c *Cluster) StartMaster(ctx context.Context) error {
 		"--leader-elect-namespace", images.Namespace,
 		"--nb-address", c.Central.NBRemote,
 		"--cluster-cidr", c.opts.ClusterCIDR,
+		"--service-cidr", c.opts.ServiceCIDR,
+		"--allowed-external-ip-cidrs", c.opts.AllowedExternalIPs,
 		// One master: a restarted one must not wait out the previous holder's Lease.
 		"--leader-elect=false",
 	}, c.opts.MasterArgs...)
@@ -250,6 +263,7 @@ func (n *Node) StartAgent(ctx context.Context) error {
 		"--uplink-interface", "eth0",
 		"--cluster-cidr", n.c.opts.ClusterCIDR,
 		"--service-cidr", n.c.opts.ServiceCIDR,
+		"--allowed-external-ip-cidrs", n.c.opts.AllowedExternalIPs,
 		"--cni-socket", filepath.Join(n.CNIDir, "cni.sock"),
 		"--cni-bin-dir", filepath.Join(n.CNIDir, "bin"),
 		"--cni-conf-dir", filepath.Join(n.CNIDir, "net.d"),
