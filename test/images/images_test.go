@@ -35,10 +35,10 @@ func TestWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string][]string{
-		Pause:   {"pause"},
-		Busybox: {"bin/busybox", "bin/sh", "bin/wget", "etc/passwd", "tmp/"},
-		Agnhost: {"agnhost", "bin/sh"},
-		CoreDNS: {"coredns"},
+		Pause:                                    {"pause"},
+		Busybox:                                  {"bin/busybox", "bin/sh", "bin/wget", "etc/passwd", "tmp/"},
+		Agnhost:                                  {"agnhost", "bin/sh"},
+		CoreDNS:                                  {"coredns"},
 		"docker.io/library/ovnt-workload:latest": {"ovnt-workload", "bin/test"},
 	}
 	if len(paths) != len(want) {
