@@ -4,7 +4,7 @@
 # their systemd units.
 set -euo pipefail
 
-pkgs=(ovn-central ovn-host openvswitch-switch etcd-server containerd runc busybox-static containernetworking-plugins
+pkgs=(ovn-central ovn-host openvswitch-switch etcd-server containerd runc busybox-static containernetworking-plugins mmdebstrap
       iproute2 ethtool tcpdump socat iputils-ping curl openssl procps psmisc util-linux)
 missing=()
 for p in "${pkgs[@]}"; do

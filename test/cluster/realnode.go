@@ -296,16 +296,20 @@ func (c *Cluster) imageArchives(ctx context.Context) ([]string, error) {
 		if c.imagesErr = os.MkdirAll(dir, 0o755); c.imagesErr != nil {
 			return
 		}
-		var coredns string
+		var coredns, rootfs string
 		if coredns, c.imagesErr = harness.EnsureCoreDNS(ctx, c.Run.Logf); c.imagesErr != nil {
 			return
 		}
+		if rootfs, c.imagesErr = harness.EnsureAgnhostRootfs(ctx, c.Run.Logf); c.imagesErr != nil {
+			return
+		}
 		c.imagesList, c.imagesErr = images.Write(dir, images.Sources{
-			Pause:    filepath.Join(c.BinDir, "pause"),
-			Busybox:  "/bin/busybox",
-			Agnhost:  filepath.Join(c.kubeBinDir, "agnhost"),
-			CoreDNS:  coredns,
-			Workload: filepath.Join(c.BinDir, "ovnt-workload"),
+			Pause:         filepath.Join(c.BinDir, "pause"),
+			Busybox:       "/bin/busybox",
+			Agnhost:       filepath.Join(c.kubeBinDir, "agnhost"),
+			AgnhostRootfs: rootfs,
+			CoreDNS:       coredns,
+			Workload:      filepath.Join(c.BinDir, "ovnt-workload"),
 		})
 	})
 	return c.imagesList, c.imagesErr

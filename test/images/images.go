@@ -40,7 +40,10 @@ type Sources struct {
 	Pause   string // test/cmd/pause, static
 	Busybox string // Debian's busybox-static: /bin/busybox
 	Agnhost string // k8s.io/kubernetes/test/images/agnhost at the cluster's release, static
-	CoreDNS string // github.com/coredns/coredns at the image's version, static
+	// AgnhostRootfs is a tar of the Debian root filesystem agnhost runs on
+	// (harness.EnsureAgnhostRootfs); empty: none, agnhost alone.
+	AgnhostRootfs string
+	CoreDNS       string // github.com/coredns/coredns at the image's version, static
 	// Workload is test/cmd/ovnt-workload, static.
 	Workload string
 }
@@ -56,7 +59,9 @@ type file struct {
 
 // image is one image to write.
 type image struct {
-	name       string
+	name string
+	// base is a tar of a root filesystem, the image's first layer; files are a layer on it.
+	base       string
 	files      []file
 	entrypoint []string
 	cmd        []string
@@ -73,9 +78,11 @@ func Write(dir string, s Sources) ([]string, error) {
 	all := []image{
 		{name: Pause, files: []file{{path: "pause", mode: 0o755, src: s.Pause}}, entrypoint: []string{"/pause"}},
 		{name: Busybox, files: bb, cmd: []string{"sh"}},
-		// As upstream: agnhost's subcommand is the pod's args, "pause" without any; the
-		// busybox userland stands in for the shell tools upstream's image carries.
-		{name: Agnhost, files: append(bb, file{path: "agnhost", mode: 0o755, src: s.Agnhost}),
+		// As upstream: agnhost's subcommand is the pod's args, "pause" without any; a
+		// Debian root filesystem carries the shell tools upstream's image has, and
+		// /coredns, which some DNS tests run inside it.
+		{name: Agnhost, base: s.AgnhostRootfs, files: []file{
+			{path: "agnhost", mode: 0o755, src: s.Agnhost}, {path: "coredns", mode: 0o755, src: s.CoreDNS}},
 			entrypoint: []string{"/agnhost"}, cmd: []string{"pause"}},
 		{name: CoreDNS, files: []file{{path: "coredns", mode: 0o755, src: s.CoreDNS}}, entrypoint: []string{"/coredns"}},
 		{name: "docker.io/library/" + Workload + ":latest", files: append(bb, file{path: "ovnt-workload", mode: 0o755, src: s.Workload}),
@@ -115,13 +122,42 @@ func busyboxFiles(busybox string) ([]file, error) {
 	return files, nil
 }
 
-// write writes img as a docker archive at path: one layer, its config, and manifest.json.
+// write writes img as a docker archive at path: its base root filesystem as a first layer
+// when it has one, a layer of its files, their config, and manifest.json.
 func (img image) write(path string) error {
-	layer, err := img.layer()
+	files, err := img.layer()
 	if err != nil {
 		return err
 	}
-	diffID := sha256.Sum256(layer)
+	type layer struct {
+		name string
+		size int64
+		src  func(io.Writer) error
+	}
+	var layers []layer
+	var diffIDs []string
+	add := func(sum []byte, size int64, src func(io.Writer) error) {
+		id := hex.EncodeToString(sum)
+		layers = append(layers, layer{name: id + "/layer.tar", size: size, src: src})
+		diffIDs = append(diffIDs, "sha256:"+id)
+	}
+	if img.base != "" {
+		sum, size, err := fileDigest(img.base)
+		if err != nil {
+			return err
+		}
+		add(sum, size, func(w io.Writer) error {
+			f, err := os.Open(img.base)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			_, err = io.Copy(w, f)
+			return err
+		})
+	}
+	filesSum := sha256.Sum256(files)
+	add(filesSum[:], int64(len(files)), func(w io.Writer) error { _, err := w.Write(files); return err })
 	config, err := json.Marshal(map[string]any{
 		"architecture": "amd64",
 		"os":           "linux",
@@ -130,44 +166,63 @@ func (img image) write(path string) error {
 			"Cmd":        img.cmd,
 			"Env":        []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
 		},
-		"rootfs": map[string]any{"type": "layers", "diff_ids": []string{"sha256:" + hex.EncodeToString(diffID[:])}},
+		"rootfs": map[string]any{"type": "layers", "diff_ids": diffIDs},
 	})
 	if err != nil {
 		return err
 	}
 	configSum := sha256.Sum256(config)
 	configName := hex.EncodeToString(configSum[:]) + ".json"
-	layerName := hex.EncodeToString(diffID[:]) + "/layer.tar"
-	manifest, err := json.Marshal([]map[string]any{{"Config": configName, "RepoTags": []string{img.name}, "Layers": []string{layerName}}})
+	var layerNames []string
+	for _, l := range layers {
+		layerNames = append(layerNames, l.name)
+	}
+	manifest, err := json.Marshal([]map[string]any{{"Config": configName, "RepoTags": []string{img.name}, "Layers": layerNames}})
 	if err != nil {
 		return err
 	}
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, e := range []struct {
-		name string
-		data []byte
-	}{{configName, config}, {layerName, layer}, {"manifest.json", manifest}} {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	tw := tar.NewWriter(f)
+	entries := []layer{{configName, int64(len(config)), func(w io.Writer) error { _, err := w.Write(config); return err }}}
+	entries = append(entries, layers...)
+	entries = append(entries, layer{"manifest.json", int64(len(manifest)), func(w io.Writer) error { _, err := w.Write(manifest); return err }})
+	for _, e := range entries {
 		if dir := filepath.Dir(e.name); dir != "." {
 			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: dir + "/", Mode: 0o755}); err != nil {
 				return err
 			}
 		}
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: e.name, Mode: 0o644, Size: int64(len(e.data))}); err != nil {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: e.name, Mode: 0o644, Size: e.size}); err != nil {
 			return err
 		}
-		if _, err := tw.Write(e.data); err != nil {
+		if err := e.src(tw); err != nil {
 			return err
 		}
 	}
 	if err := tw.Close(); err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, buf.Bytes(), 0o644); err != nil {
+	if err := f.Close(); err != nil {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// fileDigest is the SHA-256 and the size of a file.
+func fileDigest(path string) ([]byte, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	return h.Sum(nil), n, err
 }
 
 // layer is the image's one layer: a tar of its files, sorted, with zero times so the same

@@ -30,14 +30,24 @@ func TestWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	paths, err := Write(dir, Sources{Pause: bin, Busybox: bb, Agnhost: bin, CoreDNS: bin, Workload: bin})
+	// A base root filesystem of one file, as mmdebstrap's tar names them.
+	var base bytes.Buffer
+	tw := tar.NewWriter(&base)
+	tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "./usr/bin/bash", Mode: 0o755, Size: 4})
+	tw.Write([]byte("bash"))
+	tw.Close()
+	rootfs := filepath.Join(dir, "rootfs.tar")
+	if err := os.WriteFile(rootfs, base.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	paths, err := Write(dir, Sources{Pause: bin, Busybox: bb, Agnhost: bin, AgnhostRootfs: rootfs, CoreDNS: bin, Workload: bin})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string][]string{
 		Pause:                                    {"pause"},
 		Busybox:                                  {"bin/busybox", "bin/sh", "bin/wget", "etc/passwd", "tmp/"},
-		Agnhost:                                  {"agnhost", "bin/sh"},
+		Agnhost:                                  {"agnhost", "coredns", "./usr/bin/bash"},
 		CoreDNS:                                  {"coredns"},
 		"docker.io/library/ovnt-workload:latest": {"ovnt-workload", "bin/test"},
 	}
@@ -51,7 +61,7 @@ func TestWrite(t *testing.T) {
 			RepoTags []string
 			Layers   []string
 		}
-		if err := json.Unmarshal(files["manifest.json"], &manifest); err != nil || len(manifest) != 1 || len(manifest[0].RepoTags) != 1 || len(manifest[0].Layers) != 1 {
+		if err := json.Unmarshal(files["manifest.json"], &manifest); err != nil || len(manifest) != 1 || len(manifest[0].RepoTags) != 1 || len(manifest[0].Layers) == 0 {
 			t.Fatalf("%s: manifest %s (%v)", p, files["manifest.json"], err)
 		}
 		m := manifest[0]
@@ -63,17 +73,24 @@ func TestWrite(t *testing.T) {
 		if err := json.Unmarshal(files[m.Config], &config); err != nil {
 			t.Fatal(err)
 		}
-		layer := files[m.Layers[0]]
-		sum := sha256.Sum256(layer)
-		if len(config.RootFS.DiffIDs) != 1 || config.RootFS.DiffIDs[0] != "sha256:"+hex.EncodeToString(sum[:]) {
-			t.Errorf("%s: diff_ids %v, the layer's digest sha256:%x", m.RepoTags[0], config.RootFS.DiffIDs, sum)
+		if len(config.RootFS.DiffIDs) != len(m.Layers) {
+			t.Fatalf("%s: %d diff_ids for %d layers", m.RepoTags[0], len(config.RootFS.DiffIDs), len(m.Layers))
+		}
+		inLayer := map[string][]byte{}
+		for i, l := range m.Layers {
+			sum := sha256.Sum256(files[l])
+			if config.RootFS.DiffIDs[i] != "sha256:"+hex.EncodeToString(sum[:]) {
+				t.Errorf("%s: diff_id %d is %s, the layer's digest sha256:%x", m.RepoTags[0], i, config.RootFS.DiffIDs[i], sum)
+			}
+			for name, b := range readTarBytes(t, files[l]) {
+				inLayer[name] = b
+			}
 		}
 		names, ok := want[m.RepoTags[0]]
 		if !ok {
 			t.Errorf("unexpected image %s", m.RepoTags[0])
 			continue
 		}
-		inLayer := readTarBytes(t, layer)
 		for _, n := range names {
 			if _, ok := inLayer[n]; !ok {
 				t.Errorf("%s: no %s in its layer", m.RepoTags[0], n)

@@ -76,10 +76,10 @@ func TestFlows(t *testing.T) {
 		}
 	}
 	// Contents, not only connections: who answered.
-	if out, _ := podExec(ctx, ns, "client", "timeout", "5", "wget", "-q", "-O", "-", "http://"+svc.Spec.ClusterIP+"/hostname"); !strings.HasPrefix(strings.TrimSpace(out), "web-") {
+	if out, _ := podExec(ctx, ns, "client", "curl", "-s", "-m", "5", "http://"+svc.Spec.ClusterIP+"/hostname"); !strings.HasPrefix(strings.TrimSpace(out), "web-") {
 		t.Errorf("pod -> Service: %q, want a web pod's name", out)
 	}
-	if out, _ := podExec(ctx, ns, "client", "timeout", "5", "wget", "-q", "-O", "-", "http://"+ext+":8080/"); strings.TrimSpace(out) != "external host" {
+	if out, _ := podExec(ctx, ns, "client", "curl", "-s", "-m", "5", "http://"+ext+":8080/"); strings.TrimSpace(out) != "external host" {
 		t.Errorf("pod -> external host: %q", out)
 	}
 	for _, p := range []*corev1.Pod{pods["web-a"], pods["web-b"]} {

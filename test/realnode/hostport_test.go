@@ -42,7 +42,7 @@ func TestHostPort(t *testing.T) {
 			return harness.Exec(ctx, cl.External.Netns, "busybox", "timeout", "5", "busybox", "wget", "-q", "-O", "-", url)
 		},
 		"a pod on another node": func() (string, error) {
-			return podExec(ctx, ns, "client", "timeout", "5", "wget", "-q", "-O", "-", url)
+			return podExec(ctx, ns, "client", "curl", "-s", "-m", "5", url)
 		},
 		"the node itself": func() (string, error) {
 			return harness.Exec(ctx, n2.Netns, "busybox", "timeout", "5", "busybox", "wget", "-q", "-O", "-", url)

@@ -63,7 +63,7 @@ func TestContainerRestart(t *testing.T) {
 		t.Errorf("the pod's address changed across a container restart: %s -> %s", before.Status.PodIP, after.Status.PodIP)
 	}
 	url := "http://" + before.Status.PodIP + ":8080/hostname"
-	if out, err := podExec(ctx, ns, "client", "timeout", "5", "wget", "-q", "-O", "-", url); err != nil || strings.TrimSpace(out) != "web" {
+	if out, err := podExec(ctx, ns, "client", "curl", "-s", "-m", "5", url); err != nil || strings.TrimSpace(out) != "web" {
 		t.Errorf("client -> web after the restart: %q (%v)", out, err)
 	}
 }

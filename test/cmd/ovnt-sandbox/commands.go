@@ -199,7 +199,7 @@ func show(ctx context.Context, s state) error {
 	connectivity(ctx, s)
 	dnsCheck(ctx, s)
 	fmt.Printf("\n_output/bin/kubectl --kubeconfig %s get pods -A -o wide\n", s.Kubeconfig)
-	fmt.Printf("_output/bin/kubectl --kubeconfig %s exec -n demo-client client -- wget -q -O - http://web.demo/hostname\n", s.Kubeconfig)
+	fmt.Printf("_output/bin/kubectl --kubeconfig %s exec -n demo-client client -- curl -s http://web.demo/hostname\n", s.Kubeconfig)
 	fmt.Println("_output/bin/ovnt-sandbox exec demo-client/client -- ip addr")
 	fmt.Println("stop it with: make sandbox-down")
 	return nil
@@ -269,8 +269,8 @@ func tail(s string, n int) string {
 // (kubectl exec: the pod's own resolver), and fetches from it by its namespace-qualified
 // name (the pod's search list).
 func dnsCheck(ctx context.Context, s state) {
-	// busybox nslookup does not apply the search list; wget (the C library's resolver) does.
-	for _, cmd := range [][]string{{"nslookup", "web.demo.svc.cluster.local"}, {"timeout", "5", "wget", "-q", "-O", "-", "http://web.demo/hostname"}} {
+	// getent and curl resolve through the C library, with the pod's search list.
+	for _, cmd := range [][]string{{"getent", "hosts", "web.demo"}, {"curl", "-s", "-m", "5", "http://web.demo/hostname"}} {
 		fmt.Printf("\n$ kubectl exec -n demo-client client -- %s\n", strings.Join(cmd, " "))
 		args := append([]string{"--kubeconfig", s.Kubeconfig, "exec", "-n", "demo-client", "client", "--"}, cmd...)
 		out, err := exec.CommandContext(ctx, s.Kubectl, args...).CombinedOutput()
