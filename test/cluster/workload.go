@@ -15,7 +15,7 @@ const workloadReadyFile = "/tmp/ready"
 // Workload completes, for real nodes, the containers of pod whose image is images.Workload:
 // the command line naming the pod and every port its containers declare (what the kubelet
 // stand-in gives the workload itself), the local image only (it cannot be pulled), and a
-// readiness probe on the file the workload writes once its ports are bound. Call it after
+// startup probe on the file the workload writes once its ports are bound. Call it after
 // the last change to the pod's ports, right before creating it; the stand-in ignores what
 // it sets.
 func Workload(pod *corev1.Pod) *corev1.Pod {
@@ -34,7 +34,10 @@ func Workload(pod *corev1.Pod) *corev1.Pod {
 		}
 		first = false
 		c.ImagePullPolicy = corev1.PullNever
-		c.ReadinessProbe = &corev1.Probe{PeriodSeconds: 1, ProbeHandler: corev1.ProbeHandler{
+		// A startup probe, not a readiness probe: the container is ready once it has
+		// passed, and kubelet stops running it. An exec probe every second for the life of
+		// a hundred pods is a hundred runc execs a second, which starves everything else.
+		c.StartupProbe = &corev1.Probe{PeriodSeconds: 1, FailureThreshold: 120, ProbeHandler: corev1.ProbeHandler{
 			Exec: &corev1.ExecAction{Command: []string{"test", "-f", workloadReadyFile}}}}
 	}
 	if pod.Spec.TerminationGracePeriodSeconds == nil {
