@@ -259,14 +259,21 @@ cat >/dev/null 2>&1
 id=$1; dir=$2
 ` + sweepShell
 
-// sweepShell kills a run's processes and deletes its namespaces; $id and $dir are set.
+// sweepShell kills a run's processes and deletes its namespaces; $id and $dir are set. A
+// real node's containers live in network namespaces containerd made and carry no marker:
+// they are found by the cgroups their kubelet was given (/ovnt-<id>-<node>), and the mounts
+// their pods left (volumes, root filesystems, namespaces) below the run directory.
 const sweepShell = `
 nss=$(ip netns list 2>/dev/null | awk '{print $1}' | grep "^ovnt-$id-")
 for ns in $nss; do ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null; done
 for e in /proc/[0-9]*/environ; do
   if grep -qzx "OVNT_HARNESS_RUN=$id" "$e" 2>/dev/null; then p=${e#/proc/}; kill -9 "${p%/environ}" 2>/dev/null; fi
 done
+cgs=$(ls -d /sys/fs/cgroup/*/ovnt-$id-* 2>/dev/null)
+for cg in $cgs; do find "$cg" -name cgroup.procs -exec cat {} + 2>/dev/null | xargs -r kill -9 2>/dev/null; done
 sleep 0.2
+awk -v d="$dir/" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r | xargs -r -n1 umount -l 2>/dev/null
+for cg in $cgs; do find "$cg" -depth -type d -exec rmdir {} \; 2>/dev/null; done
 for ns in $nss; do ip netns del "$ns" 2>/dev/null; done
 if [ -d "$dir" ]; then find "$dir" -mindepth 1 -maxdepth 1 ! -name logs -exec rm -rf {} + 2>/dev/null; fi
 true
