@@ -19,7 +19,6 @@ import (
 	"github.com/ovn-transparent/ovn-transparent/internal/netns"
 	"github.com/ovn-transparent/ovn-transparent/test/cluster"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
-	"github.com/ovn-transparent/ovn-transparent/test/images"
 )
 
 // TestFlows: the nine connectivity flows of the project's seed, with pods that kubelet runs
@@ -38,11 +37,7 @@ func TestFlows(t *testing.T) {
 		create(ctx, t, p)
 	}
 	create(ctx, t, netexec(ns, "host-2", n2.Name, 8081, true))
-	create(ctx, t, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "client", Namespace: ns},
-		Spec: corev1.PodSpec{NodeName: n1.Name, TerminationGracePeriodSeconds: new(int64),
-			Containers: []corev1.Container{{Name: "c", Image: images.Agnhost, Args: []string{"pause"}}}},
-	})
+	create(ctx, t, clientPod(ns, n1.Name))
 	svc, err := cl.Kube.Client().CoreV1().Services(ns).Create(ctx, &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "web"},
 		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"},
@@ -122,18 +117,6 @@ func TestFlows(t *testing.T) {
 			t.Errorf("DNS over %s: %v", proto, err)
 		}
 	}
-}
-
-// podExec runs a command in the pod's first container through kubectl exec (API server ->
-// kubelet -> containerd).
-func podExec(ctx context.Context, ns, pod string, cmd ...string) (string, error) {
-	dir, err := harness.EnsureKubeBinaries(ctx, harness.KubeVersion, nil)
-	if err != nil {
-		return "", err
-	}
-	args := append([]string{"--kubeconfig", cl.Kube.Kubeconfig, "exec", "-n", ns, pod, "--"}, cmd...)
-	out, err := osexec(ctx, filepath.Join(dir, "kubectl"), args...)
-	return out, err
 }
 
 // externalHTTP serves body on the external host at :8080 with busybox httpd.

@@ -9,12 +9,10 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
-	"github.com/ovn-transparent/ovn-transparent/test/images"
 )
 
 // TestHostPort: a pod's hostPort (containerd passes it through the portMappings
@@ -29,11 +27,7 @@ func TestHostPort(t *testing.T) {
 	web := netexec(ns, "web", n2.Name, 8080, false)
 	web.Spec.Containers[0].Ports[0].HostPort = hostPort
 	create(ctx, t, web)
-	create(ctx, t, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "client", Namespace: ns},
-		Spec: corev1.PodSpec{NodeName: n1.Name, TerminationGracePeriodSeconds: new(int64),
-			Containers: []corev1.Container{{Name: "c", Image: images.Agnhost, Args: []string{"pause"}}}},
-	})
+	create(ctx, t, clientPod(ns, n1.Name))
 	waitReady(ctx, t, ns, "web")
 	waitReady(ctx, t, ns, "client")
 	url := fmt.Sprintf("http://%s:%d/hostname", n2.IP, hostPort)

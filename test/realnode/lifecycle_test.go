@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
-	"github.com/ovn-transparent/ovn-transparent/test/harness"
 	"github.com/ovn-transparent/ovn-transparent/test/images"
 )
 
@@ -38,11 +35,7 @@ func TestContainerRestart(t *testing.T) {
 			Exec: &corev1.ExecAction{Command: []string{"test", "-f", "/tmp/alive"}}}},
 	})
 	create(ctx, t, web)
-	create(ctx, t, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "client", Namespace: ns},
-		Spec: corev1.PodSpec{NodeName: n1.Name, TerminationGracePeriodSeconds: new(int64),
-			Containers: []corev1.Container{{Name: "c", Image: images.Agnhost, Args: []string{"pause"}}}},
-	})
+	create(ctx, t, clientPod(ns, n1.Name))
 	before := waitReady(ctx, t, ns, "web")
 	waitReady(ctx, t, ns, "client")
 	var after *corev1.Pod
@@ -76,12 +69,10 @@ func TestPortForward(t *testing.T) {
 	ns := namespace(ctx, t, "portforward")
 	create(ctx, t, netexec(ns, "web", cl.Nodes[1].Name, 8080, false))
 	waitReady(ctx, t, ns, "web")
-	dir, err := harness.EnsureKubeBinaries(ctx, harness.KubeVersion, nil)
+	cmd, err := kubectlCmd(ctx, "port-forward", "-n", ns, "pod/web", "--address", "127.0.0.1", ":8080")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(ctx, filepath.Join(dir, "kubectl"), "--kubeconfig", cl.Kube.Kubeconfig,
-		"port-forward", "-n", ns, "pod/web", "--address", "127.0.0.1", ":8080")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -137,21 +137,46 @@ func waitReady(ctx context.Context, t *testing.T, ns, name string) *corev1.Pod {
 	return pod
 }
 
-// kubectl runs the real kubectl against the cluster and returns its output.
-func kubectl(ctx context.Context, t *testing.T, args ...string) string {
-	t.Helper()
+// kubectlCmd is the real kubectl against the cluster, with args.
+func kubectlCmd(ctx context.Context, args ...string) (*exec.Cmd, error) {
 	dir, err := harness.EnsureKubeBinaries(ctx, harness.KubeVersion, nil)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	out, err := exec.CommandContext(ctx, filepath.Join(dir, "kubectl"), append([]string{"--kubeconfig", cl.Kube.Kubeconfig}, args...)...).CombinedOutput()
+	return exec.CommandContext(ctx, filepath.Join(dir, "kubectl"), append([]string{"--kubeconfig", cl.Kube.Kubeconfig}, args...)...), nil
+}
+
+// kubectl runs kubectl and returns its output; a failure fails the test.
+func kubectl(ctx context.Context, t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := runKubectl(ctx, args...)
 	if err != nil {
 		t.Errorf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	return string(out)
+	return out
 }
 
-func osexec(ctx context.Context, path string, args ...string) (string, error) {
-	out, err := exec.CommandContext(ctx, path, args...).CombinedOutput()
+// runKubectl runs kubectl and returns its output and error.
+func runKubectl(ctx context.Context, args ...string) (string, error) {
+	cmd, err := kubectlCmd(ctx, args...)
+	if err != nil {
+		return "", err
+	}
+	out, err := cmd.CombinedOutput()
 	return string(out), err
+}
+
+// podExec runs a command in the pod's first container through kubectl exec (API server ->
+// kubelet -> containerd).
+func podExec(ctx context.Context, ns, pod string, cmd ...string) (string, error) {
+	return runKubectl(ctx, append([]string{"exec", "-n", ns, pod, "--"}, cmd...)...)
+}
+
+// clientPod is an agnhost pod named "client" on node, idle, for commands run in it.
+func clientPod(ns, node string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "client", Namespace: ns},
+		Spec: corev1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: new(int64),
+			Containers: []corev1.Container{{Name: "c", Image: images.Agnhost, Args: []string{"pause"}}}},
+	}
 }
