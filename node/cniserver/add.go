@@ -65,7 +65,7 @@ func (s *Server) add(ctx context.Context, req cni.Request, conf cni.NetConf) ([]
 	}
 	if len(hps) > 0 {
 		// The runtime DELs a failed ADD, and DEL takes the port and its host ports away.
-		if err := s.syncHostPorts(ctx); err != nil {
+		if err := s.SyncHostPorts(ctx); err != nil {
 			return nil, fail(err)
 		}
 	}

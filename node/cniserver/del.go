@@ -45,7 +45,7 @@ func (s *Server) detach(ctx context.Context, ref hostnet.PodRef) error {
 		return err
 	}
 	if iface.ExternalIDs[KeyHostPorts] != "" {
-		if err := s.syncHostPorts(ctx); err != nil {
+		if err := s.SyncHostPorts(ctx); err != nil {
 			return err
 		}
 	}

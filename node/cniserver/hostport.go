@@ -65,8 +65,9 @@ func (s *Server) hostPorts(mappings []cni.PortMapping, podIP netip.Addr) ([]host
 	return out, nil
 }
 
-// syncHostPorts makes the node's host port rules those the pod ports on br-int record.
-func (s *Server) syncHostPorts(ctx context.Context) error {
+// SyncHostPorts makes the node's host port rules those the pod ports on br-int record: at
+// every ADD and DEL of a port with host ports, and when the agent starts.
+func (s *Server) SyncHostPorts(ctx context.Context) error {
 	if s.cfg.HostPorts == nil {
 		return nil
 	}
@@ -90,7 +91,3 @@ func (s *Server) syncHostPorts(ctx context.Context) error {
 	}
 	return nil
 }
-
-// SyncHostPorts rebuilds the node's host port rules from the switch; the agent calls it at
-// start, before it serves CNI.
-func (s *Server) SyncHostPorts(ctx context.Context) error { return s.syncHostPorts(ctx) }

@@ -19,9 +19,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	nsenter "github.com/ovn-transparent/ovn-transparent/internal/netns"
 	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
 	"github.com/ovn-transparent/ovn-transparent/test/cluster"
+	"github.com/ovn-transparent/ovn-transparent/test/harness"
 	"github.com/ovn-transparent/ovn-transparent/test/images"
 )
 
@@ -232,7 +232,7 @@ func probeFrom(ctx context.Context, netns, addr string, timeout time.Duration) (
 	defer cancel()
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true,
 		DialContext: func(ctx context.Context, network, addr string) (conn net.Conn, err error) {
-			err = nsenter.Do(netns, func() error {
+			err = harness.InNetns(netns, func() error {
 				conn, err = (&net.Dialer{}).DialContext(ctx, network, addr)
 				return err
 			})
