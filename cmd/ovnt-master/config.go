@@ -34,6 +34,8 @@ type Config struct {
 	KubeAPIQPS           int
 	KubeAPIBurst         int
 	Workers              int
+	SyncTimeout          time.Duration // longest sync of one key
+	NBInactivityProbe    time.Duration // NB silence before an echo, and the echo's deadline
 	Verbosity            int
 	// GCPercent is the garbage collector's target percentage; 0 leaves the runtime's default
 	// (or $GOGC).
@@ -60,6 +62,8 @@ func flags() []cli.Flag {
 		cliapp.String("leader-elect-name", "ovnt-master", "name of the leader election Lease"),
 		cliapp.Duration("resync-period", 10*time.Minute, "full reconcile period of every controller (0 disables it)"),
 		cliapp.Int("workers", 4, "objects synced in parallel"),
+		cliapp.Duration("sync-timeout", 30*time.Second, "longest sync of one object, its NB transaction included; a longer one is retried"),
+		cliapp.Duration("nb-inactivity-probe", 10*time.Second, "silence on the NB connection after which the master sends an echo, and the time it waits for the reply before it reconnects"),
 		cliapp.Int("kube-api-qps", 100, "sustained requests per second to the API server (each new pod costs one)"),
 		cliapp.Int("kube-api-burst", 200, "short bursts of requests to the API server above --kube-api-qps"),
 		cliapp.Int("gc-percent", 50, "the Go garbage collector's target: the heap may grow this many percent over the live heap before a collection (0: Go's default, or $GOGC)"),
@@ -83,6 +87,8 @@ func configFrom(c *cli.Context) (Config, error) {
 		LeaderElectName:      c.String("leader-elect-name"),
 		ResyncPeriod:         c.Duration("resync-period"),
 		Workers:              c.Int("workers"),
+		SyncTimeout:          c.Duration("sync-timeout"),
+		NBInactivityProbe:    c.Duration("nb-inactivity-probe"),
 		KubeAPIQPS:           c.Int("kube-api-qps"),
 		KubeAPIBurst:         c.Int("kube-api-burst"),
 		Verbosity:            c.Int("log-level"),
@@ -134,6 +140,9 @@ func (c Config) validate() error {
 	}
 	if c.ResyncPeriod < 0 || c.Workers < 1 {
 		return fmt.Errorf("--resync-period must not be negative and --workers must be at least 1")
+	}
+	if c.SyncTimeout <= 0 || c.NBInactivityProbe <= 0 {
+		return fmt.Errorf("--sync-timeout and --nb-inactivity-probe must be positive")
 	}
 	if c.ClusterCIDR.Overlaps(c.JoinSubnet) {
 		return fmt.Errorf("--%s %s overlaps --join-subnet %s", contract.FlagClusterCIDR, c.ClusterCIDR, c.JoinSubnet)

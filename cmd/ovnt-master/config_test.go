@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/cliapp/cliapptest"
 )
@@ -69,6 +70,8 @@ func TestConfigRejectsBadInput(t *testing.T) {
 		{[]string{"--join-subnet", "100.64.0.0/31"}, "join-subnet"},
 		{[]string{"--leader-elect-name", ""}, "leader-elect"},
 		{[]string{"--workers", "0"}, "workers"},
+		{[]string{"--sync-timeout", "0s"}, "sync-timeout"},
+		{[]string{"--nb-inactivity-probe", "-1s"}, "nb-inactivity-probe"},
 	} {
 		_, err := parse(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -85,7 +88,8 @@ func TestConfigLeaderElectionAndLogging(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !cfg.LeaderElect || cfg.LeaderElectNamespace != "ovn-transparent" || cfg.LeaderElectName != "m" || cfg.Verbosity != 2 || cfg.Workers != 4 {
+	if !cfg.LeaderElect || cfg.LeaderElectNamespace != "ovn-transparent" || cfg.LeaderElectName != "m" || cfg.Verbosity != 2 || cfg.Workers != 4 ||
+		cfg.SyncTimeout != 30*time.Second || cfg.NBInactivityProbe != 10*time.Second {
 		t.Errorf("%+v", cfg)
 	}
 	if _, err := parse(t, "--leader-elect=false", "--leader-elect-name", ""); err != nil {

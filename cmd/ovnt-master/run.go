@@ -52,6 +52,7 @@ func runMaster(ctx context.Context, cfg Config, log logr.Logger) error {
 		PrivateKeyFile:  cfg.NBClientKey,
 		CertificateFile: cfg.NBClientCert,
 		CACertFile:      cfg.NBCACert,
+		InactivityProbe: cfg.NBInactivityProbe,
 		Logger:          log.WithName("nb"),
 	})
 	if err != nil {
@@ -66,6 +67,7 @@ func runMaster(ctx context.Context, cfg Config, log logr.Logger) error {
 		JoinSubnet:     cfg.JoinSubnet,
 		ResyncPeriod:   cfg.ResyncPeriod,
 		Workers:        cfg.Workers,
+		SyncTimeout:    cfg.SyncTimeout,
 
 		ServiceCIDRs:       cfg.ServiceCIDRs,
 		AllowedExternalIPs: cfg.AllowedExternalIPs,

@@ -17,6 +17,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -58,7 +59,14 @@ type Config struct {
 	ResyncPeriod time.Duration
 	// Workers is the number of keys synced in parallel; zero means 4.
 	Workers int
+	// SyncTimeout bounds the sync of one key (its NB transaction included); a sync that
+	// takes longer is retried. Zero means DefaultSyncTimeout.
+	SyncTimeout time.Duration
 }
+
+// DefaultSyncTimeout is Config.SyncTimeout's default: far above any sync's cost, so that
+// it only ends syncs stuck on an NB that stopped answering.
+const DefaultSyncTimeout = 30 * time.Second
 
 // Controller is the runtime: one informer factory, one work queue of owner keys for every
 // kind, the NB cache handler, the periodic resync and the start-up batch.
@@ -99,6 +107,9 @@ func New(cfg Config, kube kubernetes.Interface, nbc client.Client, recorder reco
 		// first, and at least every 30 s.
 		MinRetry: 20 * time.Millisecond, MaxRetry: 30 * time.Second,
 		QPS: 100, Burst: 500,
+		// An NB that stops answering must not hold the workers (audit M4); the NB
+		// client's inactivity probe then reconnects.
+		SyncTimeout: cmp.Or(cfg.SyncTimeout, DefaultSyncTimeout),
 	})
 	podInf := c.factory.Core().V1().Pods().Informer()
 	if err := podInf.AddIndexers(cache.Indexers{podsByNode: func(obj any) ([]string, error) {
