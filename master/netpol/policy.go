@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -204,12 +205,20 @@ func HasNamedEgressPorts(p *networkingv1.NetworkPolicy) bool {
 	return false
 }
 
-// ManagementMatch is the match of every node's management port address as a source
-// (contract.ManagementAddresses): one masked address for all node subnets of nodeBits in the
-// cluster CIDR.
+// ManagementMatch is the match of a packet from the management port of the node the
+// destination pod is on (kubelet probes), for an ACL of that pod's node switch: the address
+// of every node's management port (contract.ManagementAddresses, one masked address for all
+// node subnets of nodeBits in the cluster CIDR) and the MAC derived from it
+// (contract.MACFromIP), masked the same way. The MAC is what ties the packet to the pod's own
+// node: a logical router rewrites eth.src to its own port's MAC, so a packet another node's
+// management port (or anything beyond a router) sent reaches the pod's switch with the
+// router's MAC; pods' ports are locked to their own MACs and the management port to its own
+// (port security), so only the switch's own management port can send the management MAC.
 func ManagementMatch(cluster netip.Prefix, nodeBits int) string {
 	addr, mask := contract.ManagementAddresses(cluster, nodeBits)
-	return fmt.Sprintf("ip4.src == %s/%s", addr, mask)
+	m := mask.As4()
+	macMask := net.HardwareAddr{0xff, 0xff, m[0], m[1], m[2], m[3]}
+	return fmt.Sprintf("ip4.src == %s/%s && eth.src == %s/%s", addr, mask, contract.MACFromIP(addr), macMask)
 }
 
 // translator builds one policy's rows.

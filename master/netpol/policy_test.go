@@ -72,7 +72,7 @@ func TestTranslate(t *testing.T) {
 	g := "@" + pg.Name
 	want := map[string]string{
 		"ingress-deny": "outport == " + g + " && ip",
-		"ingress-mgmt": "outport == " + g + " && ip4.src == 10.244.0.2/255.255.0.255",
+		"ingress-mgmt": "outport == " + g + " && ip4.src == 10.244.0.2/255.255.0.255 && eth.src == 0a:58:0a:f4:00:02/ff:ff:ff:ff:00:ff",
 		"ingress-0": "outport == " + g + " && (ip4.src == $" + peer.AddressSetName() +
 			" || (ip4.src == 192.168.0.0/16 && ip4.src != {192.168.1.0/24})) && (tcp.dst == 80 || (udp.dst >= 80 && udp.dst <= 90))",
 		"ingress-0-named-tcp-8080": "outport == " + g + ` && outport == {"ns1_a"} && (ip4.src == $` + peer.AddressSetName() +

@@ -1,0 +1,160 @@
+//go:build linux
+
+package e2e
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
+	"github.com/ovn-transparent/ovn-transparent/test/harness"
+)
+
+// denyAllIngress isolates every pod of ns for ingress.
+func denyAllIngress(t *testing.T, ns string) {
+	t.Helper()
+	_, err := client().NetworkingV1().NetworkPolicies(ns).Create(t.Context(), &networkingv1.NetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "deny-all"},
+		Spec:       networkingv1.NetworkPolicySpec{PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPolicyNodeHosts (security audit H3): a deny-all pod answers its own node (kubelet
+// probes), and neither another node's host nor a host on the underlay that forges the
+// node's management address and routes through the node.
+func TestPolicyNodeHosts(t *testing.T) {
+	ns := testNamespace(t)
+	a := startPod(t, podSpec(ns, "a", "node1"))
+	b := startPod(t, podSpec(ns, "b", "node1"))
+	denyAllIngress(t, ns)
+	podA := netip.AddrPortFrom(netip.MustParseAddr(a.Status.PodIP), udpPort)
+	// The policy is in force once pod b no longer reaches a.
+	waitNoAnswer(t, podNetns(t, b), podA)
+
+	mgmt1 := mgmtIP(t, "node1")
+	t.Run("own node", func(t *testing.T) {
+		expectAnswer(t, cl.Node("node1").Netns, a.Status.PodIP, ns+"/a", mgmt1)
+	})
+	t.Run("other node", func(t *testing.T) {
+		expectNoAnswer(t, cl.Node("node2").Netns, "tcp", netip.AddrPortFrom(podA.Addr(), tcpPort))
+		expectNoAnswer(t, cl.Node("node2").Netns, "udp", podA)
+	})
+	t.Run("underlay host forging management addresses", func(t *testing.T) {
+		ctx := context.Background()
+		ext := cl.External
+		mgmt2 := mgmtIP(t, "node2")
+		// The forger takes node1's and node2's management addresses and routes the pod via
+		// node1, which forwards into the pod network through its management port.
+		for _, ip := range []netip.Addr{mgmt1, mgmt2} {
+			if _, err := ext.Exec(ctx, "ip", "addr", "add", ip.String()+"/32", "dev", "lo"); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { ext.Exec(context.Background(), "ip", "addr", "del", ip.String()+"/32", "dev", "lo") })
+		}
+		externalRoute(t, podA.Addr().String(), cl.Node("node1").IP)
+
+		// What reaches the pod, seen from inside it: a raw socket gets a copy of every UDP
+		// datagram delivered there. node1's own datagram is the control: once it is seen, the
+		// forged ones sent before it had their chance.
+		seen := sniffUDP(t, podNetns(t, a))
+		send := func(netns string, src netip.Addr, payload string) {
+			err := harness.InNetns(netns, func() error {
+				var laddr *net.UDPAddr
+				if src.IsValid() {
+					laddr = net.UDPAddrFromAddrPort(netip.AddrPortFrom(src, 0))
+				}
+				c, err := net.DialUDP("udp4", laddr, net.UDPAddrFromAddrPort(podA))
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				_, err = c.Write([]byte(payload))
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		err := poll.Until(pctx, "node1's own datagram seen in the pod", 500*time.Millisecond, func() (bool, error) {
+			send(ext.Netns, mgmt1, "forged-own-node")
+			send(ext.Netns, mgmt2, "forged-other-node")
+			send(cl.Node("node1").Netns, netip.Addr{}, "control")
+			return seen("control"), nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{"forged-own-node", "forged-other-node"} {
+			if seen(p) {
+				t.Errorf("pod %s received the datagram %q the external host sent through node1 from a forged management address", podA, p)
+			}
+		}
+	})
+}
+
+// sniffUDP records the payloads of the UDP datagrams delivered in netns until the test ends;
+// seen reports whether one with the given payload came.
+func sniffUDP(t *testing.T, netns string) (seen func(payload string) bool) {
+	t.Helper()
+	var c net.PacketConn
+	err := harness.InNetns(netns, func() error {
+		var err error
+		c, err = net.ListenPacket("ip4:udp", "0.0.0.0")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	got := map[string]bool{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 2048)
+		for {
+			n, _, err := c.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			if n > 8 { // the UDP header, then the payload
+				mu.Lock()
+				got[string(buf[8:n])] = true
+				mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() { c.Close(); <-done })
+	return func(p string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return got[p]
+	}
+}
+
+// waitNoAnswer waits until a UDP probe from netns to addr goes unanswered.
+func waitNoAnswer(t *testing.T, netns string, addr netip.AddrPort) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := poll.Until(ctx, "no answer from "+addr.String(), 200*time.Millisecond, func() (bool, error) {
+		c, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		_, err := probeOnce(c, netns, "udp", addr)
+		return err != nil, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
