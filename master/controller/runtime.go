@@ -115,6 +115,7 @@ func New(cfg Config, kube kubernetes.Interface, nbc client.Client, recorder reco
 		kube:       kube,
 		view:       nb.NewCacheView(nbc),
 		ipam:       state,
+		chassis:    newChassisClaims(),
 		log:        log,
 		recorder:   recorder,
 		nodes:      c.factory.Core().V1().Nodes().Lister(),
