@@ -87,8 +87,10 @@ func (r *nodeReconciler) changed(name string, plan *nb.Plan) ([]nb.Key, error) {
 		keys = append(keys, pods...)
 		errs = append(errs, err)
 	}
-	if switchCreated || slices.Contains(plan.Created, nb.NewID(nb.Node, name, nb.GatewayRouter)) {
-		// The cluster load balancer group must hang on the new switch or router.
+	if switchCreated || slices.Contains(plan.Created, nb.NewID(nb.Node, name, nb.GatewayRouter)) ||
+		slices.Contains(plan.Created, nb.NewID(nb.Node, name, nb.ManagementPort)) {
+		// The cluster load balancer group must hang on the new switch or router, and the
+		// group of node switches hold the new management port.
 		keys = append(keys, nb.Key{Kind: nb.Cluster, Name: nb.ClusterName})
 	}
 	if !plan.Empty() {

@@ -38,6 +38,7 @@ import (
 	"github.com/ovn-transparent/ovn-transparent/internal/reconcile"
 	"github.com/ovn-transparent/ovn-transparent/master/ipam"
 	"github.com/ovn-transparent/ovn-transparent/master/nb"
+	"github.com/ovn-transparent/ovn-transparent/master/netpol"
 	"github.com/ovn-transparent/ovn-transparent/master/topology"
 	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
 )
@@ -53,6 +54,9 @@ type Config struct {
 	// AllowedExternalIPs are the ranges Services may claim as externalIPs or load balancer
 	// ingress IPs (svcmodel.ExternalIPPolicy); none allows none.
 	AllowedExternalIPs []netip.Prefix
+	// ControlPlane is where OVN central listens: pods may not connect there unless a
+	// NetworkPolicy allows it (netpol.ClusterRows). No address: no rule.
+	ControlPlane netpol.ControlPlane
 	// ResyncPeriod is how often every key is synced again, whatever the events said.
 	// Zero disables the periodic resync.
 	ResyncPeriod time.Duration

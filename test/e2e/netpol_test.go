@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/netip"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
@@ -157,4 +159,66 @@ func waitNoAnswer(t *testing.T, netns string, addr netip.AddrPort) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestControlPlaneFromPods (security audit C1): a pod cannot open a connection to OVN
+// central's ports (the master's --control-plane-addresses, here the external host's address)
+// unless a NetworkPolicy allows it; the same host's other ports stay reachable.
+func TestControlPlaneFromPods(t *testing.T) {
+	ns := testNamespace(t)
+	a := startPod(t, podSpec(ns, "a", "node1"))
+	from := podNetns(t, a)
+	central := netip.MustParseAddr(cl.External.IP)
+	for _, port := range []uint16{6641, 6642, 6643, 6644, 6650} {
+		serveTCP(t, cl.External.Netns, netip.AddrPortFrom(central, port))
+	}
+	// The control: the same host, a port that is not OVN's, answers (after any warm-up).
+	waitAnswer(t, from, "tcp", netip.AddrPortFrom(central, 6650))
+	for _, port := range []uint16{6641, 6642, 6643, 6644} {
+		expectNoAnswer(t, from, "tcp", netip.AddrPortFrom(central, port))
+	}
+
+	// An egress policy that allows the Southbound port opens that one only.
+	sb := intstr.FromInt32(6642)
+	_, err := client().NetworkingV1().NetworkPolicies(ns).Create(t.Context(), &networkingv1.NetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "sb-client"},
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "a"}},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress},
+			Egress: []networkingv1.NetworkPolicyEgressRule{{
+				To:    []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: central.String() + "/32"}}},
+				Ports: []networkingv1.NetworkPolicyPort{{Port: &sb}}}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitAnswer(t, from, "tcp", netip.AddrPortFrom(central, 6642))
+	expectNoAnswer(t, from, "tcp", netip.AddrPortFrom(central, 6641))
+}
+
+// serveTCP answers every TCP connection to addr in netns with one line, until the test ends.
+func serveTCP(t *testing.T, netns string, addr netip.AddrPort) {
+	t.Helper()
+	var l net.Listener
+	err := harness.InNetns(netns, func() error {
+		var err error
+		l, err = net.Listen("tcp", addr.String())
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			fmt.Fprintf(c, "central %s\n", c.RemoteAddr().(*net.TCPAddr).AddrPort().Addr())
+			c.Close()
+		}
+	}()
+	t.Cleanup(func() { l.Close(); <-done })
 }
