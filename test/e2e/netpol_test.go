@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -41,7 +42,7 @@ func TestPolicyNodeHosts(t *testing.T) {
 	denyAllIngress(t, ns)
 	podA := netip.AddrPortFrom(netip.MustParseAddr(a.Status.PodIP), udpPort)
 	// The policy is in force once pod b no longer reaches a.
-	waitNoAnswer(t, podNetns(t, b), podA)
+	waitNoAnswer(t, podNetns(t, b), "udp", podA)
 
 	mgmt1 := mgmtIP(t, "node1")
 	t.Run("own node", func(t *testing.T) {
@@ -145,15 +146,15 @@ func sniffUDP(t *testing.T, netns string) (seen func(payload string) bool) {
 	}
 }
 
-// waitNoAnswer waits until a UDP probe from netns to addr goes unanswered.
-func waitNoAnswer(t *testing.T, netns string, addr netip.AddrPort) {
+// waitNoAnswer waits until a probe of proto from netns to addr goes unanswered.
+func waitNoAnswer(t *testing.T, netns, proto string, addr netip.AddrPort) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err := poll.Until(ctx, "no answer from "+addr.String(), 200*time.Millisecond, func() (bool, error) {
 		c, cancel := context.WithTimeout(ctx, time.Second)
 		defer cancel()
-		_, err := probeOnce(c, netns, "udp", addr)
+		_, err := probeOnce(c, netns, proto, addr)
 		return err != nil, nil
 	})
 	if err != nil {
@@ -221,4 +222,71 @@ func serveTCP(t *testing.T, netns string, addr netip.AddrPort) {
 		}
 	}()
 	t.Cleanup(func() { l.Close(); <-done })
+}
+
+// extraNamespace creates namespace name for one test and deletes it when the test ends.
+func extraNamespace(t *testing.T, name string) string {
+	t.Helper()
+	_, err := client().CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client().CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	return name
+}
+
+// TestNodePortKeepsPodPolicy (security audit H2): the sandbox's sample policy (pods of one
+// namespace, and clients outside the pod network) holds against a pod of another namespace
+// that goes through a NodePort of any node, with externalTrafficPolicy Cluster (the gateway
+// router SNATs to its join address) or Local (the pod arrives from its node's address); a
+// client outside the cluster still gets in where the backend sees it (Local).
+func TestNodePortKeepsPodPolicy(t *testing.T) {
+	ns := testNamespace(t)
+	clientNS := extraNamespace(t, ns+"-client")
+	strangerNS := extraNamespace(t, ns+"-stranger")
+	tcpPort := corev1.ContainerPort{Name: "tcp", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}
+	web := startPod(t, workloadPod(ns, "web", "node1", "web", tcpPort))
+	friend := startPod(t, podSpec(clientNS, "friend", "node2"))
+	stranger := startPod(t, podSpec(strangerNS, "stranger", "node2"))
+	port := intstr.FromInt32(8080)
+	_, err := client().NetworkingV1().NetworkPolicies(ns).Create(t.Context(), &networkingv1.NetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+			Ingress: []networkingv1.NetworkPolicyIngressRule{{
+				Ports: []networkingv1.NetworkPolicyPort{{Port: &port}},
+				From: []networkingv1.NetworkPolicyPeer{
+					{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": clientNS}}},
+					{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: []string{cl.ClusterCIDR()}}},
+				}}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clusterSvc := newService(ns, "web", "web", svcPort("tcp", corev1.ProtocolTCP, 80, 8080))
+	clusterSvc.Spec.Type = corev1.ServiceTypeNodePort
+	localSvc := newService(ns, "web-local", "web", svcPort("tcp", corev1.ProtocolTCP, 80, 8080))
+	localSvc.Spec.Type = corev1.ServiceTypeNodePort
+	localSvc.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	npCluster := nodePort(t, createService(t, clusterSvc), "tcp")
+	npLocal := nodePort(t, createService(t, localSvc), "tcp")
+
+	webAddr := netip.AddrPortFrom(netip.MustParseAddr(web.Status.PodIP), 8080)
+	// The controls: the policy admits the friend's namespace and refuses the stranger's.
+	waitAnswer(t, podNetns(t, friend), "tcp", webAddr, ns+"/web")
+	waitNoAnswer(t, podNetns(t, stranger), "tcp", webAddr)
+	// The outside: the external host through node1 (the backend's node), Local.
+	waitAnswer(t, cl.External.Netns, "tcp", addrPort(cl.Node("node1").IP, npLocal), ns+"/web")
+
+	for _, node := range []string{"node1", "node2"} {
+		for name, np := range map[string]int32{"Cluster": npCluster, "Local": npLocal} {
+			if name == "Local" && node == "node2" {
+				continue // node2 has no endpoint of the Local Service
+			}
+			t.Run(fmt.Sprintf("stranger via %s NodePort (%s)", node, name), func(t *testing.T) {
+				expectNoAnswer(t, podNetns(t, stranger), "tcp", addrPort(cl.Node(node).IP, np))
+			})
+		}
+	}
 }
