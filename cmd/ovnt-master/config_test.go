@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,6 +60,11 @@ func TestConfigRejectsBadInput(t *testing.T) {
 		{[]string{"--cluster-cidr", "10.244.0.0/16,10.245.0.0/16"}, "one prefix"},
 		{[]string{"--service-cidr", "10.244.0.0/20"}, "overlaps"},
 		{[]string{"--allowed-external-ip-cidrs", "192.0.2.0/33"}, "allowed-external-ip-cidrs"},
+		{[]string{"--control-plane-addresses", "192.0.2.20/24"}, "host bits set"},
+		{[]string{"--control-plane-addresses", "2001:db8::1"}, "only IPv4"},
+		{[]string{"--control-plane-addresses", "central"}, "control-plane-addresses"},
+		{[]string{"--control-plane-ports", "6641,70000"}, "not a port"},
+		{[]string{"--control-plane-ports", ""}, "control-plane-ports is empty"},
 		{[]string{"--allowed-external-ip-cidrs", "fd00::/64"}, "IPv4"},
 		{[]string{"--node-subnet-prefix", "16"}, "node-subnet-prefix"},
 		{[]string{"--node-subnet-prefix", "31"}, "node-subnet-prefix"},
@@ -106,5 +112,22 @@ func TestVersionCommand(t *testing.T) {
 	}
 	if !strings.HasPrefix(out.String(), "ovnt-master ") {
 		t.Errorf("version output %q", out.String())
+	}
+}
+
+func TestConfigControlPlane(t *testing.T) {
+	cfg, err := parse(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.ControlPlaneAddresses) != 0 || fmt.Sprint(cfg.ControlPlanePorts) != "[6641 6642 6643 6644]" {
+		t.Errorf("defaults: addresses %v ports %v", cfg.ControlPlaneAddresses, cfg.ControlPlanePorts)
+	}
+	cfg, err = parse(t, "--control-plane-addresses", "192.0.2.20, 198.51.100.0/28", "--control-plane-ports", "6641,6642")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(cfg.ControlPlaneAddresses) != "[192.0.2.20/32 198.51.100.0/28]" || fmt.Sprint(cfg.ControlPlanePorts) != "[6641 6642]" {
+		t.Errorf("addresses %v ports %v", cfg.ControlPlaneAddresses, cfg.ControlPlanePorts)
 	}
 }

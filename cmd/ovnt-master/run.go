@@ -22,6 +22,7 @@ import (
 	"github.com/ovn-transparent/ovn-transparent/internal/ovsdb"
 	"github.com/ovn-transparent/ovn-transparent/master/controller"
 	"github.com/ovn-transparent/ovn-transparent/master/nb"
+	"github.com/ovn-transparent/ovn-transparent/master/netpol"
 )
 
 // setUpLogging sends klog (which client-go and the controllers use) to standard error at
@@ -71,6 +72,7 @@ func runMaster(ctx context.Context, cfg Config, log logr.Logger) error {
 
 		ServiceCIDRs:       cfg.ServiceCIDRs,
 		AllowedExternalIPs: cfg.AllowedExternalIPs,
+		ControlPlane:       netpol.ControlPlane{Addresses: cfg.ControlPlaneAddresses, Ports: cfg.ControlPlanePorts},
 	}, kube, nbc, recorder, log)
 	if err != nil {
 		return err

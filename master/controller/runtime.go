@@ -39,6 +39,7 @@ import (
 	"github.com/ovn-transparent/ovn-transparent/internal/reconcile"
 	"github.com/ovn-transparent/ovn-transparent/master/ipam"
 	"github.com/ovn-transparent/ovn-transparent/master/nb"
+	"github.com/ovn-transparent/ovn-transparent/master/netpol"
 	"github.com/ovn-transparent/ovn-transparent/master/topology"
 	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
 )
@@ -54,6 +55,9 @@ type Config struct {
 	// AllowedExternalIPs are the ranges Services may claim as externalIPs or load balancer
 	// ingress IPs (svcmodel.ExternalIPPolicy); none allows none.
 	AllowedExternalIPs []netip.Prefix
+	// ControlPlane is where OVN central listens: pods may not connect there unless a
+	// NetworkPolicy allows it (netpol.ClusterRows). No address: no rule.
+	ControlPlane netpol.ControlPlane
 	// ResyncPeriod is how often every key is synced again, whatever the events said.
 	// Zero disables the periodic resync.
 	ResyncPeriod time.Duration
@@ -126,6 +130,7 @@ func New(cfg Config, kube kubernetes.Interface, nbc client.Client, recorder reco
 		kube:       kube,
 		view:       nb.NewCacheView(nbc),
 		ipam:       state,
+		chassis:    newChassisClaims(),
 		log:        log,
 		recorder:   recorder,
 		nodes:      c.factory.Core().V1().Nodes().Lister(),

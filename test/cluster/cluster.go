@@ -251,7 +251,7 @@ func (c *Cluster) addNode(ctx context.Context, name string) (*Node, error) {
 
 // StartAgent starts the node's ovnt-node (again, after StopAgent or KillAgent).
 func (n *Node) StartAgent(ctx context.Context) error {
-	kubeconfig, err := n.agentKubeconfig()
+	kubeconfig, err := n.agentKubeconfig(ctx)
 	if err != nil {
 		return err
 	}
