@@ -104,3 +104,14 @@ func TestVersionCommand(t *testing.T) {
 		t.Errorf("version output %q", out.String())
 	}
 }
+
+func TestConfigNBTLS(t *testing.T) {
+	cfg, err := parse(t, "--nb-address", "ssl:192.0.2.20:6641", "--nb-client-cert", "/pki/c.pem",
+		"--nb-client-key", "/pki/k.pem", "--nb-ca-cert", "/pki/ca.pem", "--nb-server-name", "ovn-central")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.NBClientCert != "/pki/c.pem" || cfg.NBClientKey != "/pki/k.pem" || cfg.NBCACert != "/pki/ca.pem" || cfg.NBServerName != "ovn-central" {
+		t.Errorf("%+v", cfg)
+	}
+}

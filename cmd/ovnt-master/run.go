@@ -52,6 +52,7 @@ func runMaster(ctx context.Context, cfg Config, log logr.Logger) error {
 		PrivateKeyFile:  cfg.NBClientKey,
 		CertificateFile: cfg.NBClientCert,
 		CACertFile:      cfg.NBCACert,
+		ServerName:      cfg.NBServerName,
 		Logger:          log.WithName("nb"),
 	})
 	if err != nil {
