@@ -45,6 +45,14 @@ func setupChassis(ctx context.Context, cfg Config, sw *ovs.Switch, host hostnet.
 	if err != nil {
 		return contract.NodeChassisInfo{}, hostnet.NodeAddress{}, err
 	}
+	// The TLS files first: with ovn-remote ssl: and no SSL row, ovn-controller would try
+	// (and fail) connections until the row came.
+	if cfg.SBClientKey != "" {
+		err := sw.EnsureSSL(ctx, ovs.SSL{PrivateKey: cfg.SBClientKey, Certificate: cfg.SBClientCert, CACert: cfg.SBCACert})
+		if err != nil {
+			return contract.NodeChassisInfo{}, hostnet.NodeAddress{}, err
+		}
+	}
 	encapIP := cfg.EncapIP
 	if !encapIP.IsValid() {
 		encapIP = addr.IP.Addr()
