@@ -68,6 +68,11 @@ func setupChassis(ctx context.Context, cfg Config, sw *ovs.Switch, host hostnet.
 	if err != nil {
 		return contract.NodeChassisInfo{}, hostnet.NodeAddress{}, err
 	}
+	if cfg.SBClientCert != "" {
+		if err := checkChassisCert(cfg.SBClientCert, systemID); err != nil {
+			return contract.NodeChassisInfo{}, hostnet.NodeAddress{}, err
+		}
+	}
 	// The management port exists from the start, so ovn-controller can bind it as soon as
 	// the master creates its logical port; its MAC and address wait for the node subnet.
 	if _, err := sw.EnsurePort(ctx, IntegrationBridge, mgmtPort(cfg, nil)); err != nil {
