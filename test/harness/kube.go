@@ -252,25 +252,8 @@ func (k *Kube) writeCredentials(serviceCIDR, advertise string) error {
 	}
 	// Pods reach the API server at the first service IP (the "kubernetes" Service).
 	kubernetesSvcIP := prefix.Masked().Addr().Next()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return err
-	}
 	notBefore := time.Now().Add(-time.Hour) // tolerate clock skew between namespaces' readers
-	caTmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "ovnt-" + k.r.ID + "-ca"},
-		NotBefore:             notBefore,
-		NotAfter:              notBefore.Add(30 * 24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return err
-	}
-	caCert, err := x509.ParseCertificate(caDER)
+	caDER, caCert, caKey, err := newCA("ovnt-"+k.r.ID+"-ca", notBefore, 30*24*time.Hour)
 	if err != nil {
 		return err
 	}

@@ -73,6 +73,7 @@ type Run struct {
 	closed    bool
 	closeDone chan struct{} // closed when the teardown Close started has finished
 	ul        *underlay     // the nodes' shared L2, made by the first node or external host
+	central   *OVNCentral   // set by StartOVNCentral
 }
 
 type cleanup struct {
