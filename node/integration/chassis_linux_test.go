@@ -47,7 +47,7 @@ func TestChassisRegistration(t *testing.T) {
 	if want := `is for "node2", but this chassis is "chassis-two"`; !strings.Contains(string(out), want) {
 		t.Errorf("ovnt-node with node2's certificate on chassis chassis-two: output lacks %q:\n%s", want, out)
 	}
-	if n2.SBCert, err = e.central.PKI.IssueClient("chassis-two"); err != nil {
+	if n2.SBCert, err = e.central.PKI.IssueChassis("chassis-two"); err != nil {
 		t.Fatal(err)
 	}
 	ta := time.Now()

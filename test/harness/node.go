@@ -168,8 +168,9 @@ type Node struct {
 	OVSRemote string // unix:<Dir>/db.sock, the node's Open_vSwitch database
 	SBRemote  string
 	EncapType string
-	// SBCert is the node's client certificate for SBRemote when that is the run's central:
-	// common name Name, as the SB's ovn-controller role requires of a chassis. StartNode
+	// SBCert is the node's client certificate for SBRemote when that is the run's central,
+	// of the chassis CA: common name Name, as the SB's ovn-controller role requires of a
+	// chassis. StartNode
 	// writes it into the Open_vSwitch SSL row; with SkipChassis that is the caller's job
 	// (ovnt-node's --sb-client-cert, --sb-client-key, --sb-ca-cert).
 	SBCert Cert
@@ -210,7 +211,7 @@ func (r *Run) StartNode(ctx context.Context, name string, opts NodeOptions) (*No
 		switch {
 		case central != nil:
 			var err error
-			if sbCert, err = central.PKI.IssueClient(name); err != nil {
+			if sbCert, err = central.PKI.IssueChassis(name); err != nil {
 				return nil, err
 			}
 			opts.SBRemote, sbCtl = central.SBChassisRemote, central.SBRemote

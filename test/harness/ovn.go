@@ -130,7 +130,9 @@ func (r *Run) StartOVNCentral(ctx context.Context) (*OVNCentral, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The SB's TLS remote comes from its Connection row, which carries the role.
+	// The SB's TLS remote comes from its Connection row, which carries the role. It also
+	// lets in the chassis CA's certificates, which the NB does not.
+	sbCert.CAFile = c.PKI.SBClientCAs
 	c.SB, err = r.startDB(ctx, "ovn-sb", "", dir, "sb", sbSchema,
 		append(sslArgs(sbCert), "--remote=db:OVN_Southbound,SB_Global,connections")...)
 	if err != nil {
@@ -182,7 +184,8 @@ func (r *Run) StartOVNCentral(ctx context.Context) (*OVNCentral, error) {
 	return c, nil
 }
 
-// sslArgs are ovsdb-server's options for serving with cert.
+// sslArgs are ovsdb-server's options for serving with cert and letting in the clients
+// cert.CAFile signed.
 func sslArgs(cert Cert) []string {
 	return []string{"--private-key=" + cert.KeyFile, "--certificate=" + cert.CertFile, "--ca-cert=" + cert.CAFile}
 }

@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"math/big"
@@ -18,50 +19,85 @@ import (
 	"time"
 )
 
-// PKI is a run's certificate authority: one CA made at StartOVNCentral, which signs the OVN
-// databases' server certificates and every client's (the master's, each chassis'), as the
-// operator's one CA does in a deployment (docs/security.md). Its files live in <run>/pki.
+// PKI is a run's certificate authorities, made at StartOVNCentral as an operator's are in a
+// deployment (docs/security.md); their files live in <run>/pki.
+//
+// Two CAs, because the NB has no RBAC: the main CA signs the databases' server certificates
+// and the control plane's client certificates (the master's), which the NB accepts; the
+// chassis CA signs only the chassis' client certificates, which the SB accepts (with its
+// ovn-controller role) and the NB does not know. A node's stolen key thus opens the SB as
+// that chassis, and never the NB.
 type PKI struct {
-	Dir    string
-	CACert string // the CA certificate, PEM: what every server and client trusts
+	Dir string
+	// CACert is the main CA's certificate: what every client checks a server against, and
+	// the NB checks its clients against.
+	CACert string
+	// ChassisCACert is the chassis CA's certificate; SBClientCAs is the bundle of both CAs,
+	// what the SB checks its clients against.
+	ChassisCACert string
+	SBClientCAs   string
 
-	mu   sync.Mutex
+	mu      sync.Mutex
+	main    authority
+	chassis authority
+}
+
+type authority struct {
 	cert *x509.Certificate
 	key  *ecdsa.PrivateKey
 }
 
-// Cert is one certificate the run's CA signed: the paths of its PEM files, and of the CA's.
+// Cert is one certificate the run's CA signed: the paths of its PEM files, and of the CA
+// certificate its holder checks servers against.
 type Cert struct {
 	CertFile, KeyFile, CAFile string
 }
 
-// newPKI makes the CA in dir.
+// newPKI makes the two CAs in dir.
 func newPKI(dir string) (*PKI, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	der, cert, key, err := newCA("ovnt test OVN CA", time.Now().Add(-time.Hour), 7*24*time.Hour)
-	if err != nil {
-		return nil, err
+	p := &PKI{Dir: dir, CACert: filepath.Join(dir, "ca.crt"), ChassisCACert: filepath.Join(dir, "chassis-ca.crt"),
+		SBClientCAs: filepath.Join(dir, "sb-client-cas.crt")}
+	var bundle []byte
+	for _, c := range []struct {
+		cn, file string
+		a        *authority
+	}{{"ovnt test OVN CA", p.CACert, &p.main}, {"ovnt test chassis CA", p.ChassisCACert, &p.chassis}} {
+		der, cert, key, err := newCA(c.cn, time.Now().Add(-time.Hour), 7*24*time.Hour)
+		if err != nil {
+			return nil, err
+		}
+		*c.a = authority{cert: cert, key: key}
+		if err := writePEM(c.file, "CERTIFICATE", der); err != nil {
+			return nil, err
+		}
+		bundle = append(bundle, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})...)
 	}
-	p := &PKI{Dir: dir, CACert: filepath.Join(dir, "ca.crt"), cert: cert, key: key}
-	return p, writePEM(p.CACert, "CERTIFICATE", der)
+	return p, os.WriteFile(p.SBClientCAs, bundle, 0o644)
 }
 
-// IssueServer signs a server certificate with common name cn, valid for the host names and
-// IP addresses in names (the names clients dial, which they check).
+// IssueServer signs with the main CA a server certificate with common name cn, valid for the
+// host names and IP addresses in names (the names clients dial, which they check).
 func (p *PKI) IssueServer(cn string, names ...string) (Cert, error) {
-	return p.issue(cn, x509.ExtKeyUsageServerAuth, names)
+	return p.issue(&p.main, cn, x509.ExtKeyUsageServerAuth, names)
 }
 
-// IssueClient signs a client certificate with common name cn: the master's, or a chassis'
-// whose common name must be its chassis name for the SB's ovn-controller role. Issuing the
-// same cn again returns the existing files.
+// IssueClient signs with the main CA a client certificate with common name cn, for the
+// control plane (the master). Issuing the same cn again returns the existing files.
 func (p *PKI) IssueClient(cn string) (Cert, error) {
-	return p.issue(cn, x509.ExtKeyUsageClientAuth, nil)
+	return p.issue(&p.main, cn, x509.ExtKeyUsageClientAuth, nil)
 }
 
-func (p *PKI) issue(cn string, usage x509.ExtKeyUsage, names []string) (Cert, error) {
+// IssueChassis signs with the chassis CA a client certificate for the chassis cn: its common
+// name is the chassis name, which the SB's ovn-controller role checks. Issuing the same cn
+// again returns the existing files.
+func (p *PKI) IssueChassis(cn string) (Cert, error) {
+	return p.issue(&p.chassis, cn, x509.ExtKeyUsageClientAuth, nil)
+}
+
+func (p *PKI) issue(ca *authority, cn string, usage x509.ExtKeyUsage, names []string) (Cert, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	base := filepath.Join(p.Dir, cn)
@@ -90,7 +126,7 @@ func (p *PKI) issue(cn string, usage x509.ExtKeyUsage, names []string) (Cert, er
 			tmpl.DNSNames = append(tmpl.DNSNames, n)
 		}
 	}
-	if err := writeCertAndKey(base, tmpl, p.cert, p.key); err != nil {
+	if err := writeCertAndKey(base, tmpl, ca.cert, ca.key); err != nil {
 		return Cert{}, fmt.Errorf("harness: certificate %s: %w", cn, err)
 	}
 	return c, nil

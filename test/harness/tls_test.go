@@ -16,7 +16,7 @@ import (
 
 // TestOVNOverTLS: the chassis reach the SB over TLS with the ovn-controller role, and the SB's
 // RBAC holds: node1's credentials can change its own Chassis row but not node2's, nor delete
-// it. A client without a certificate, or speaking plain TCP, gets nothing out of the NB or SB
+// it, and do not open the NB. A client without a certificate, or speaking plain TCP, gets nothing out of the NB or SB
 // ports on the underlay, where pods and nodes could reach them.
 func TestOVNOverTLS(t *testing.T) {
 	Require(t, ovnPrograms...)
@@ -93,6 +93,19 @@ func TestOVNOverTLS(t *testing.T) {
 	withCert := &tls.Config{RootCAs: roots, ServerName: CentralIP, Certificates: []tls.Certificate{pair}}
 	if dbs, err := ListDBs(node1.Netns, fmt.Sprintf("%s:%d", CentralIP, SBPort), withCert); err != nil || !strings.Contains(dbs, "OVN_Southbound") {
 		t.Fatalf("list_dbs over TLS with node1's certificate: %q %v", dbs, err)
+	}
+	// The NB has no RBAC: a chassis' certificate must not open it at all, or one node's
+	// stolen key would rewrite every NetworkPolicy. (ovn-nbctl, whose OpenSSL sends its
+	// certificate whatever CAs the server asks for; Go's client would not even send it.)
+	if out, err := Exec(ctx, node1.Netns, "ovn-nbctl", "--db="+c.NBUnderlayRemote, ctlTimeout,
+		"--private-key="+node1.SBCert.KeyFile, "--certificate="+node1.SBCert.CertFile,
+		"--ca-cert="+node1.SBCert.CAFile, "ls-add", "stolen"); err == nil {
+		t.Errorf("ovn-nbctl with node1's certificate wrote the NB: %s", out)
+	} else {
+		t.Logf("ovn-nbctl with node1's certificate: %v", err)
+	}
+	if ls, err := c.NBCtl(ctx, "ls-list"); err != nil || strings.Contains(ls, "stolen") {
+		t.Errorf("NB switches: %q %v", ls, err)
 	}
 	for _, port := range []int{NBPort, SBPort} {
 		addr := fmt.Sprintf("%s:%d", CentralIP, port)
