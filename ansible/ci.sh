@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks the playbooks, offline, as CI does (make lint-deploy): ansible-lint with the
-# production profile, a syntax check of every playbook, and the master and Linux node
-# playbooks in check mode against this machine. Needs the Debian packages ansible and
+# production profile, a syntax check of every playbook, and the OVN central, master and Linux
+# node playbooks in check mode against this machine. Needs the Debian packages ansible and
 # ansible-lint (installed here when missing and run as root); no Galaxy, no PyPI.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -98,7 +98,7 @@ echo "ok: ovn-central options of a 3-member RAFT cluster"
 # apt cache are read; services are looked at but not started.
 # The whole output is shown only when a run fails; service tasks fail harmlessly here (see
 # README.md), which would only be noise otherwise.
-for pb in master linux_node; do
+for pb in ovn_central master linux_node; do
 	echo "== check mode: $pb against localhost"
 	if ! ansible-playbook -i localhost, -c local --check -e @ci/vars.yml \
 		-e ovnt_target=localhost "playbooks/$pb.yml" >"$render/$pb.out" 2>&1; then
