@@ -2,14 +2,8 @@ package ovsdb
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -17,44 +11,29 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/pkitest"
 	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
 )
 
 // testPKI is a CA and the PEM files of certificates it signed, written in dir.
 type testPKI struct {
-	t    *testing.T
-	dir  string
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
+	t   *testing.T
+	dir string
+	ca  *pkitest.CA
 	// CAFile is the CA certificate.
 	CAFile string
 }
 
 func newTestPKI(t *testing.T, dir, name string) *testPKI {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := pkitest.NewCA(name, time.Now().Add(-time.Hour), 2*time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: name},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
+	p := &testPKI{t: t, dir: dir, ca: ca, CAFile: filepath.Join(dir, name+"-cacert.pem")}
+	if err := ca.WriteCert(p.CAFile); err != nil {
 		t.Fatal(err)
 	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &testPKI{t: t, dir: dir, cert: cert, key: key, CAFile: filepath.Join(dir, name+"-cacert.pem")}
-	p.write(p.CAFile, "CERTIFICATE", der)
 	return p
 }
 
@@ -62,48 +41,15 @@ func newTestPKI(t *testing.T, dir, name string) *testPKI {
 // (IP addresses or DNS names), and returns the paths of its certificate and private key.
 func (p *testPKI) issue(name string, usage x509.ExtKeyUsage, sans ...string) (certFile, keyFile string) {
 	p.t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: name},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
-	}
-	for _, san := range sans {
-		if ip := net.ParseIP(san); ip != nil {
-			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-		} else {
-			tmpl.DNSNames = append(tmpl.DNSNames, san)
-		}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.cert, &key.PublicKey, p.key)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	tmpl, err := pkitest.Leaf(name, usage, sans, time.Now().Add(-time.Hour), 2*time.Hour)
 	if err != nil {
 		p.t.Fatal(err)
 	}
 	certFile, keyFile = filepath.Join(p.dir, name+"-cert.pem"), filepath.Join(p.dir, name+"-privkey.pem")
-	p.write(certFile, "CERTIFICATE", der)
-	p.write(keyFile, "PRIVATE KEY", keyDER)
-	return certFile, keyFile
-}
-
-func (p *testPKI) write(path, typ string, der []byte) {
-	p.t.Helper()
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+	if err := p.ca.Sign(tmpl, certFile, keyFile); err != nil {
 		p.t.Fatal(err)
 	}
+	return certFile, keyFile
 }
 
 // TestSSL connects over ssl: with certificates made here, transacts, and checks the row with

@@ -1,33 +1,27 @@
 package agent
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/pkitest"
 )
 
 func TestCheckChassisCert(t *testing.T) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := pkitest.NewCA("chassis CA", time.Now().Add(-time.Hour), 2*time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "node1"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	tmpl, err := pkitest.Leaf("node1", x509.ExtKeyUsageClientAuth, nil, time.Now().Add(-time.Hour), 2*time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	file := filepath.Join(t.TempDir(), "node1-cert.pem")
-	if err := os.WriteFile(file, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "node1-cert.pem")
+	if err := ca.Sign(tmpl, file, filepath.Join(dir, "node1-privkey.pem")); err != nil {
 		t.Fatal(err)
 	}
 	if err := checkChassisCert(file, "node1"); err != nil {
@@ -38,7 +32,7 @@ func TestCheckChassisCert(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `is for "node1"`) || !strings.Contains(err.Error(), "8e6c1a4e") {
 		t.Errorf("the certificate of node1, for another chassis: %v", err)
 	}
-	if err := checkChassisCert(filepath.Join(t.TempDir(), "missing.pem"), "node1"); err == nil {
+	if err := checkChassisCert(filepath.Join(dir, "missing.pem"), "node1"); err == nil {
 		t.Error("a missing certificate passed")
 	}
 }

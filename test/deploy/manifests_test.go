@@ -129,27 +129,31 @@ func findObject(t *testing.T, objs []*unstructured.Unstructured, kind, name stri
 	return nil
 }
 
-// containerEnv returns the literal environment values of a workload's container.
-func containerEnv(t *testing.T, o *unstructured.Unstructured, container string) map[string]string {
+// container returns a workload's container of that name.
+func container(t *testing.T, o *unstructured.Unstructured, name string) map[string]any {
 	t.Helper()
 	cs, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
 	for _, c := range cs {
-		cm, _ := c.(map[string]any)
-		if cm["name"] != container {
-			continue
+		if cm, _ := c.(map[string]any); cm["name"] == name {
+			return cm
 		}
-		env := map[string]string{}
-		list, _ := cm["env"].([]any)
-		for _, e := range list {
-			em, _ := e.(map[string]any)
-			name, _ := em["name"].(string)
-			value, _ := em["value"].(string)
-			env[name] = value
-		}
-		return env
 	}
-	t.Fatalf("%s %s has no container %s", o.GetKind(), o.GetName(), container)
+	t.Fatalf("%s %s has no container %s", o.GetKind(), o.GetName(), name)
 	return nil
+}
+
+// containerEnv returns the literal environment values of a workload's container.
+func containerEnv(t *testing.T, o *unstructured.Unstructured, name string) map[string]string {
+	t.Helper()
+	env := map[string]string{}
+	list, _ := container(t, o, name)["env"].([]any)
+	for _, e := range list {
+		em, _ := e.(map[string]any)
+		key, _ := em["name"].(string)
+		value, _ := em["value"].(string)
+		env[key] = value
+	}
+	return env
 }
 
 // TestDockerfileCopies checks that every file the Dockerfiles COPY from the build context
@@ -302,24 +306,15 @@ func TestManifestsTLS(t *testing.T) {
 }
 
 // containerMounts returns a workload container's volume mounts: mount path -> volume name.
-func containerMounts(t *testing.T, o *unstructured.Unstructured, container string) map[string]string {
+func containerMounts(t *testing.T, o *unstructured.Unstructured, name string) map[string]string {
 	t.Helper()
-	cs, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
-	for _, c := range cs {
-		cm, _ := c.(map[string]any)
-		if cm["name"] != container {
-			continue
-		}
-		mounts := map[string]string{}
-		list, _ := cm["volumeMounts"].([]any)
-		for _, m := range list {
-			mm, _ := m.(map[string]any)
-			path, _ := mm["mountPath"].(string)
-			name, _ := mm["name"].(string)
-			mounts[path] = name
-		}
-		return mounts
+	mounts := map[string]string{}
+	list, _ := container(t, o, name)["volumeMounts"].([]any)
+	for _, m := range list {
+		mm, _ := m.(map[string]any)
+		path, _ := mm["mountPath"].(string)
+		vol, _ := mm["name"].(string)
+		mounts[path] = vol
 	}
-	t.Fatalf("%s %s has no container %s", o.GetKind(), o.GetName(), container)
-	return nil
+	return mounts
 }

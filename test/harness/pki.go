@@ -3,20 +3,16 @@
 package harness
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/pkitest"
 )
 
 // PKI is a run's certificate authorities, made at StartOVNCentral as an operator's are in a
@@ -37,14 +33,8 @@ type PKI struct {
 	ChassisCACert string
 	SBClientCAs   string
 
-	mu      sync.Mutex
-	main    authority
-	chassis authority
-}
-
-type authority struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
+	mu            sync.Mutex
+	main, chassis *pkitest.CA
 }
 
 // Cert is one certificate the run's CA signed: the paths of its PEM files, and of the CA
@@ -63,17 +53,17 @@ func newPKI(dir string) (*PKI, error) {
 	var bundle []byte
 	for _, c := range []struct {
 		cn, file string
-		a        *authority
+		ca       **pkitest.CA
 	}{{"ovnt test OVN CA", p.CACert, &p.main}, {"ovnt test chassis CA", p.ChassisCACert, &p.chassis}} {
-		der, cert, key, err := newCA(c.cn, time.Now().Add(-time.Hour), 7*24*time.Hour)
+		ca, err := pkitest.NewCA(c.cn, time.Now().Add(-time.Hour), 7*24*time.Hour)
 		if err != nil {
 			return nil, err
 		}
-		*c.a = authority{cert: cert, key: key}
-		if err := writePEM(c.file, "CERTIFICATE", der); err != nil {
+		*c.ca = ca
+		if err := ca.WriteCert(c.file); err != nil {
 			return nil, err
 		}
-		bundle = append(bundle, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})...)
+		bundle = append(bundle, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.DER})...)
 	}
 	return p, os.WriteFile(p.SBClientCAs, bundle, 0o644)
 }
@@ -81,23 +71,23 @@ func newPKI(dir string) (*PKI, error) {
 // IssueServer signs with the main CA a server certificate with common name cn, valid for the
 // host names and IP addresses in names (the names clients dial, which they check).
 func (p *PKI) IssueServer(cn string, names ...string) (Cert, error) {
-	return p.issue(&p.main, cn, x509.ExtKeyUsageServerAuth, names)
+	return p.issue(p.main, cn, x509.ExtKeyUsageServerAuth, names)
 }
 
 // IssueClient signs with the main CA a client certificate with common name cn, for the
 // control plane (the master). Issuing the same cn again returns the existing files.
 func (p *PKI) IssueClient(cn string) (Cert, error) {
-	return p.issue(&p.main, cn, x509.ExtKeyUsageClientAuth, nil)
+	return p.issue(p.main, cn, x509.ExtKeyUsageClientAuth, nil)
 }
 
 // IssueChassis signs with the chassis CA a client certificate for the chassis cn: its common
 // name is the chassis name, which the SB's ovn-controller role checks. Issuing the same cn
 // again returns the existing files.
 func (p *PKI) IssueChassis(cn string) (Cert, error) {
-	return p.issue(&p.chassis, cn, x509.ExtKeyUsageClientAuth, nil)
+	return p.issue(p.chassis, cn, x509.ExtKeyUsageClientAuth, nil)
 }
 
-func (p *PKI) issue(ca *authority, cn string, usage x509.ExtKeyUsage, names []string) (Cert, error) {
+func (p *PKI) issue(ca *pkitest.CA, cn string, usage x509.ExtKeyUsage, names []string) (Cert, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	base := filepath.Join(p.Dir, cn)
@@ -107,53 +97,12 @@ func (p *PKI) issue(ca *authority, cn string, usage x509.ExtKeyUsage, names []st
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return Cert{}, err
 	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	tmpl, err := pkitest.Leaf(cn, usage, names, time.Now().Add(-time.Hour), 7*24*time.Hour)
 	if err != nil {
 		return Cert{}, err
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: cn},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(7 * 24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
-	}
-	for _, n := range names {
-		if ip := net.ParseIP(n); ip != nil {
-			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-		} else {
-			tmpl.DNSNames = append(tmpl.DNSNames, n)
-		}
-	}
-	if err := writeCertAndKey(base, tmpl, ca.cert, ca.key); err != nil {
+	if err := ca.Sign(tmpl, c.CertFile, c.KeyFile); err != nil {
 		return Cert{}, fmt.Errorf("harness: certificate %s: %w", cn, err)
 	}
 	return c, nil
-}
-
-// newCA makes a self-signed CA certificate valid from notBefore for lifetime, with its key.
-func newCA(cn string, notBefore time.Time, lifetime time.Duration) ([]byte, *x509.Certificate, *ecdsa.PrivateKey, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: cn},
-		NotBefore:             notBefore,
-		NotAfter:              notBefore.Add(lifetime),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return der, cert, key, nil
 }
