@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks the playbooks, offline, as CI does (make lint-deploy): ansible-lint with the
-# production profile, a syntax check of every playbook, and the master and Linux node
-# playbooks in check mode against this machine. Needs the Debian packages ansible and
+# production profile, a syntax check of every playbook, and the OVN central, master and Linux
+# node playbooks in check mode against this machine. Needs the Debian packages ansible and
 # ansible-lint (installed here when missing and run as root); no Galaxy, no PyPI.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -50,6 +50,11 @@ for unit in ovnt-master ovnt-node; do
 	mapfile -t args < <(exec_args "$render/$unit.service")
 	[ ${#args[@]} -gt 4 ] || { echo "ansible/ci.sh: no ExecStart arguments in $unit.service" >&2; exit 1; }
 	../_output/bin/$unit "${args[@]}" --help >/dev/null
+	# TLS to the OVN databases (security audit C1): the client's three files are given.
+	side=nb; [ $unit = ovnt-node ] && side=sb
+	for f in --$side-client-cert --$side-client-key --$side-ca-cert; do
+		printf '%s\n' "${args[@]}" | grep -qx -- "$f" || { echo "ansible/ci.sh: $unit.service has no $f" >&2; exit 1; }
+	done
 	echo "ok: $unit.service (${#args[@]} arguments)"
 done
 # The Windows service: its binary path is one command line, which Go splits into os.Args
@@ -62,6 +67,9 @@ mapfile -t -d '' args < <(python3 ci/winargv.py "$render/ovnt-node.windows.path"
 	exit 1
 }
 ../_output/bin/ovnt-node "${args[@]:1}" --help >/dev/null
+for f in --sb-client-cert --sb-client-key --sb-ca-cert; do
+	printf '%s\n' "${args[@]}" | grep -q -- "^$f=" || { echo "ansible/ci.sh: the Windows service has no $f" >&2; exit 1; }
+done
 echo "ok: Windows ovnt-node service ($((${#args[@]} - 1)) arguments)"
 # OVN central: every option is one ovn-ctl knows; only the joining members name a remote.
 known=$({ /usr/share/ovn/scripts/ovn-ctl --help 2>&1 || true; } | grep -o -- '--[a-z0-9-]*' | sort -u)
@@ -70,6 +78,16 @@ for m in central1 central2 central3; do
 	(set -a; . "$f"; for o in $OVN_CTL_OPTS; do
 		grep -qx -- "${o%%=*}" <<<"$known" || { echo "ansible/ci.sh: ovn-ctl has no option ${o%%=*} ($m)" >&2; exit 1; }
 	done)
+	# TLS everywhere (security audit C1): no plain TCP remote, RAFT links over ssl, the
+	# databases' and northd's TLS files given, northd's remotes ssl:.
+	if grep -q -- 'insecure-remote' "$f"; then echo "ansible/ci.sh: $m: a plain TCP remote" >&2; exit 1; fi
+	for o in --db-nb-cluster-local-proto=ssl --db-sb-cluster-local-proto=ssl --ovn-nb-db-ssl-key= \
+		--ovn-sb-db-ssl-key= --ovn-northd-ssl-key= --ovn-northd-nb-db=ssl: --ovn-northd-sb-db=ssl:; do
+		grep -q -- "$o" "$f" || { echo "ansible/ci.sh: $m: no $o" >&2; cat "$f" >&2; exit 1; }
+	done
+	if grep -o -- '-proto=[a-z]*' "$f" | grep -qv -- '-proto=ssl'; then
+		echo "ansible/ci.sh: $m: a RAFT link without ssl" >&2; exit 1
+	fi
 	remote=$(grep -c -- '--db-nb-cluster-remote-addr' "$f" || true)
 	want=1; [ $m = central1 ] && want=0
 	[ "$remote" = $want ] || { echo "ansible/ci.sh: $m: $remote cluster remote lines, want $want" >&2; cat "$f" >&2; exit 1; }
@@ -80,7 +98,7 @@ echo "ok: ovn-central options of a 3-member RAFT cluster"
 # apt cache are read; services are looked at but not started.
 # The whole output is shown only when a run fails; service tasks fail harmlessly here (see
 # README.md), which would only be noise otherwise.
-for pb in master linux_node; do
+for pb in ovn_central master linux_node; do
 	echo "== check mode: $pb against localhost"
 	if ! ansible-playbook -i localhost, -c local --check -e @ci/vars.yml \
 		-e ovnt_target=localhost "playbooks/$pb.yml" >"$render/$pb.out" 2>&1; then

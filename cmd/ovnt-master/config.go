@@ -20,6 +20,7 @@ type Config struct {
 	NBClientCert   string
 	NBClientKey    string
 	NBCACert       string
+	NBServerName   string // empty: the host of each ssl: remote
 	ClusterCIDR    netip.Prefix
 	NodeSubnetBits int // prefix length of each node's pod subnet
 	JoinSubnet     netip.Prefix
@@ -58,6 +59,7 @@ func flags() []cli.Flag {
 		cliapp.String("nb-client-cert", "", "client certificate for ssl: remotes"),
 		cliapp.String("nb-client-key", "", "client private key for ssl: remotes"),
 		cliapp.String("nb-ca-cert", "", "CA certificate for ssl: remotes"),
+		cliapp.String("nb-server-name", "", "name the NB servers' certificates must carry (DNS or IP subject alternative name) on ssl: remotes; empty means the host of each remote"),
 		cliapp.String(contract.FlagClusterCIDR, "10.244.0.0/16", "pod network, split into one subnet per node (what every ovnt-node is given)"),
 		cliapp.Int("node-subnet-prefix", 24, "prefix length of each node's pod subnet"),
 		cliapp.String(contract.FlagJoinSubnet, contract.DefaultJoinSubnet, "subnet linking the cluster router to the gateway routers; must overlap neither the cluster CIDR nor the Service range (what every ovnt-node is given)"),
@@ -88,6 +90,7 @@ func configFrom(c *cli.Context) (Config, error) {
 		NBClientCert:   c.String("nb-client-cert"),
 		NBClientKey:    c.String("nb-client-key"),
 		NBCACert:       c.String("nb-ca-cert"),
+		NBServerName:   c.String("nb-server-name"),
 		NodeSubnetBits: c.Int("node-subnet-prefix"),
 		LeaderElect:    c.Bool("leader-elect"),
 

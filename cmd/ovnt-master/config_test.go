@@ -131,3 +131,14 @@ func TestConfigControlPlane(t *testing.T) {
 		t.Errorf("addresses %v ports %v", cfg.ControlPlaneAddresses, cfg.ControlPlanePorts)
 	}
 }
+
+func TestConfigNBTLS(t *testing.T) {
+	cfg, err := parse(t, "--nb-address", "ssl:192.0.2.20:6641", "--nb-client-cert", "/pki/c.pem",
+		"--nb-client-key", "/pki/k.pem", "--nb-ca-cert", "/pki/ca.pem", "--nb-server-name", "ovn-central")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.NBClientCert != "/pki/c.pem" || cfg.NBClientKey != "/pki/k.pem" || cfg.NBCACert != "/pki/ca.pem" || cfg.NBServerName != "ovn-central" {
+		t.Errorf("%+v", cfg)
+	}
+}

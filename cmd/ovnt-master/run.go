@@ -54,6 +54,7 @@ func runMaster(ctx context.Context, cfg Config, log logr.Logger) error {
 		CertificateFile: cfg.NBClientCert,
 		CACertFile:      cfg.NBCACert,
 		InactivityProbe: cfg.NBInactivityProbe,
+		ServerName:      cfg.NBServerName,
 		Logger:          log.WithName("nb"),
 	})
 	if err != nil {

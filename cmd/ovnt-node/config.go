@@ -24,7 +24,10 @@ func flags() []cli.Flag {
 	return []cli.Flag{
 		cliapp.String("node-name", host, "this node's name in Kubernetes"),
 		cliapp.String("kubeconfig", "", "kubeconfig file; empty means in-cluster configuration"),
-		cliapp.String("sb-address", "", "OVN Southbound remotes for ovn-controller, comma separated"),
+		cliapp.String("sb-address", "", "OVN Southbound remotes for ovn-controller, comma separated (ssl:IP:PORT, tcp:IP:PORT)"),
+		cliapp.String("sb-client-cert", "", "ovn-controller's certificate for ssl: SB remotes, its common name the node name; written with the two below into the local Open_vSwitch database's SSL row, which ovn-controller reads when started without -p/-c/-C"),
+		cliapp.String("sb-client-key", "", "ovn-controller's private key for ssl: SB remotes"),
+		cliapp.String("sb-ca-cert", "", "CA certificate ovn-controller checks the SB servers against"),
 		cliapp.String("ovs-address", contract.OVSAddress, "local Open_vSwitch database"),
 		cliapp.String("encap-type", "geneve", "tunnel encapsulation: geneve, or stt (needs an OVS build up to 3.5)"),
 		cliapp.String("encap-ip", "", "tunnel endpoint address; empty means the node's InternalIP"),
@@ -56,6 +59,9 @@ func configFrom(c *cli.Context) (Config, error) {
 		NodeName:           c.String("node-name"),
 		Kubeconfig:         c.String("kubeconfig"),
 		SBAddress:          c.String("sb-address"),
+		SBClientCert:       c.String("sb-client-cert"),
+		SBClientKey:        c.String("sb-client-key"),
+		SBCACert:           c.String("sb-ca-cert"),
 		OVSAddress:         c.String("ovs-address"),
 		EncapType:          c.String("encap-type"),
 		MTU:                c.Int("mtu"),
@@ -129,6 +135,8 @@ func validate(c Config) error {
 		return fmt.Errorf("--leak-collect-interval %s: must be positive", c.LeakCollect)
 	case c.CNISocket == "":
 		return fmt.Errorf("--cni-socket is empty")
+	case (c.SBClientCert == "") != (c.SBClientKey == "") || (c.SBClientCert == "") != (c.SBCACert == ""):
+		return fmt.Errorf("--sb-client-cert, --sb-client-key and --sb-ca-cert go together")
 	}
 	return nil
 }

@@ -69,6 +69,8 @@ func TestNodeConfigRejectsBadInput(t *testing.T) {
 		// What the master must agree with is internal/contract's, not a flag.
 		{[]string{"--physical-network", "ext"}, "physical-network"},
 		{[]string{"--nodeport-gr-ip", "169.254.100.2"}, "nodeport-gr-ip"},
+		{[]string{"--sb-client-cert", "/pki/node1-cert.pem"}, "go together"},
+		{[]string{"--sb-client-cert", "/c.pem", "--sb-client-key", "/k.pem"}, "go together"},
 	} {
 		if _, err := parse(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: got %v, want an error about %q", tc.args, err, tc.want)
@@ -85,5 +87,16 @@ func TestNodeConfigClusterNetworks(t *testing.T) {
 	}
 	if fmt.Sprint(cfg.ClusterCIDRs) != "[10.244.0.0/16 10.245.0.0/16]" || fmt.Sprint(cfg.ServiceCIDRs) != "[10.96.0.0/16]" {
 		t.Errorf("got %v and %v", cfg.ClusterCIDRs, cfg.ServiceCIDRs)
+	}
+}
+
+func TestNodeConfigSBTLS(t *testing.T) {
+	cfg, err := parse(t, "--sb-address", "ssl:192.0.2.20:6642", "--sb-client-cert", "/pki/c.pem",
+		"--sb-client-key", "/pki/k.pem", "--sb-ca-cert", "/pki/ca.pem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.SBClientCert != "/pki/c.pem" || cfg.SBClientKey != "/pki/k.pem" || cfg.SBCACert != "/pki/ca.pem" {
+		t.Errorf("%+v", cfg)
 	}
 }

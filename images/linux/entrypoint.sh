@@ -2,7 +2,8 @@
 # Runs one part of a Linux node in the foreground, for one container of the node DaemonSet:
 #   ovs             ovsdb-server and ovs-vswitchd (the host's openvswitch kernel module)
 #   ovn-controller  waits for the OVS database, then runs ovn-controller; the SB address and
-#                   the encapsulation come from the Open_vSwitch table, which ovnt-node fills
+#                   the encapsulation come from the Open_vSwitch table, which ovnt-node fills,
+#                   its TLS files from OVNT_SB_CLIENT_KEY, OVNT_SB_CLIENT_CERT, OVNT_SB_CA_CERT
 #   node            ovnt-node (configured through OVNT_* variables)
 #   master          ovnt-master
 set -eu
@@ -34,8 +35,14 @@ ovs)
 ovn-controller)
 	wait_for_ovsdb
 	mkdir -p /var/run/ovn
-	exec ovn-controller "unix:$ovs_run/db.sock" --pidfile=/var/run/ovn/ovn-controller.pid \
-		-vconsole:info -vfile:off
+	# The files ovnt-node also writes into the SSL row; given here, they do not depend on
+	# the agent having run. ovn-controller reads them again when they change.
+	set -- "unix:$ovs_run/db.sock" --pidfile=/var/run/ovn/ovn-controller.pid -vconsole:info -vfile:off
+	if [ -n "${OVNT_SB_CLIENT_KEY:-}" ]; then
+		set -- "$@" --private-key="$OVNT_SB_CLIENT_KEY" --certificate="$OVNT_SB_CLIENT_CERT" \
+			--ca-cert="$OVNT_SB_CA_CERT"
+	fi
+	exec ovn-controller "$@"
 	;;
 node)
 	exec /usr/local/bin/ovnt-node

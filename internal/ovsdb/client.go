@@ -66,6 +66,12 @@ type Config struct {
 	CertificateFile string
 	CACertFile      string
 
+	// ServerName is the name the server's certificate must carry (as a DNS or IP subject
+	// alternative name) on ssl: remotes. Empty means the host of the remote dialled, which
+	// suits certificates issued per host; set it when the servers' certificates name a
+	// service instead (ovs-pki's "ovnnb", a Kubernetes Service's DNS name).
+	ServerName string
+
 	// ReconnectTimeout bounds one connection attempt, including the initial monitor reply
 	// that carries every monitored row. Zero means DefaultReconnectTimeout.
 	ReconnectTimeout time.Duration
@@ -147,7 +153,7 @@ func New(ctx context.Context, dbModel model.ClientDBModel, cfg Config) (client.C
 		opts = append(opts, client.WithEndpoint(r))
 	}
 	if usesSSL(remotes) {
-		tlsConfig, err := cfg.tlsConfig()
+		tlsConfig, err := cfg.tlsConfig(remotes)
 		if err != nil {
 			return nil, err
 		}
@@ -276,12 +282,12 @@ func usesSSL(remotes []string) bool {
 
 // tlsConfig builds the TLS settings for ssl: remotes from cfg's file paths.
 //
-// It checks the server the way OVS's own clients (ovn-nbctl, ovn-controller) do: the server's
-// certificate must chain to the CA certificate, and its host name is not checked, because
-// certificates made by ovs-pki and by OVN deployments name the component, not the host.
-// Go's built-in verification always checks the host name, so it is switched off and replaced
-// by verifyServer.
-func (cfg *Config) tlsConfig() (*tls.Config, error) {
+// The server's certificate must chain to the CA certificate and name the server: cfg.ServerName
+// if set, else the host of the ssl: remote dialled (verifyServer). Go's built-in verification
+// would check the name too, but against a CA pool fixed when the client is made; it is switched
+// off and replaced by verifyServer, which reads the CA file on every handshake so that a
+// rotated CA takes effect on the next reconnection, like the client's own certificate.
+func (cfg *Config) tlsConfig(remotes []string) (*tls.Config, error) {
 	if cfg.PrivateKeyFile == "" || cfg.CertificateFile == "" || cfg.CACertFile == "" {
 		return nil, errors.New("ovsdb: an ssl: remote needs PrivateKeyFile, CertificateFile and CACertFile")
 	}
@@ -292,17 +298,41 @@ func (cfg *Config) tlsConfig() (*tls.Config, error) {
 	if _, err := cfg.loadCA(); err != nil {
 		return nil, err
 	}
+	names := serverNames{want: cfg.ServerName}
+	for _, r := range remotes {
+		if addr, ok := strings.CutPrefix(r, client.SSL+":"); ok {
+			host, _, _ := net.SplitHostPort(addr) // parseRemotes checked it
+			if ip := net.ParseIP(host); ip != nil {
+				names.ips = append(names.ips, host)
+			}
+		}
+	}
 	return &tls.Config{
 		MinVersion: tls.VersionTLS12,
 		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
 			return cfg.loadKeyPair()
 		},
 		InsecureSkipVerify: true, // replaced by VerifyConnection, see above
-		VerifyConnection:   cfg.verifyServer,
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			return cfg.verifyServer(cs, names)
+		},
 	}, nil
 }
 
-func (cfg *Config) verifyServer(cs tls.ConnectionState) error {
+// serverNames is what a server's certificate may be named.
+type serverNames struct {
+	// want, if set, is the one name every server must carry (Config.ServerName).
+	want string
+	// ips are the IP addresses among the ssl: remotes. Go reports the host dialled to the
+	// verifier only when it is a DNS name (ConnectionState.ServerName is the SNI, which never
+	// carries an address), and libovsdb shares one tls.Config between all remotes; so a
+	// server reached by address must name one of these. With one remote that is exactly the
+	// one dialled; with several, the members of one cluster, a member's certificate passes at
+	// another member's address, which only matters once that member's key is stolen.
+	ips []string
+}
+
+func (cfg *Config) verifyServer(cs tls.ConnectionState, names serverNames) error {
 	if len(cs.PeerCertificates) == 0 {
 		return errors.New("ovsdb: server sent no certificate")
 	}
@@ -310,19 +340,51 @@ func (cfg *Config) verifyServer(cs tls.ConnectionState) error {
 	if err != nil {
 		return err
 	}
+	leaf := cs.PeerCertificates[0]
 	intermediates := x509.NewCertPool()
 	for _, c := range cs.PeerCertificates[1:] {
 		intermediates.AddCert(c)
 	}
-	_, err = cs.PeerCertificates[0].Verify(x509.VerifyOptions{
+	_, err = leaf.Verify(x509.VerifyOptions{
 		Roots:         roots,
 		Intermediates: intermediates,
 		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	})
 	if err != nil {
-		return fmt.Errorf("ovsdb: server certificate %q: %w", cs.PeerCertificates[0].Subject, err)
+		return fmt.Errorf("ovsdb: server certificate %q: %w", leaf.Subject, err)
+	}
+	// Names are checked as Go's own verification does (subject alternative names only; the
+	// common name counts for nothing).
+	switch {
+	case names.want != "":
+		err = leaf.VerifyHostname(names.want)
+	case cs.ServerName != "":
+		err = leaf.VerifyHostname(cs.ServerName)
+	default:
+		err = fmt.Errorf("x509: certificate is valid for %s, not for %s", certNames(leaf), strings.Join(names.ips, " or "))
+		for _, ip := range names.ips {
+			if leaf.VerifyHostname(ip) == nil {
+				err = nil
+				break
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("ovsdb: server certificate %q does not name the server: %w", leaf.Subject, err)
 	}
 	return nil
+}
+
+// certNames lists the names a certificate is valid for, for error messages.
+func certNames(c *x509.Certificate) string {
+	names := append([]string(nil), c.DNSNames...)
+	for _, ip := range c.IPAddresses {
+		names = append(names, ip.String())
+	}
+	if len(names) == 0 {
+		return "no name (it has no subject alternative names)"
+	}
+	return strings.Join(names, ", ")
 }
 
 func (cfg *Config) loadKeyPair() (*tls.Certificate, error) {

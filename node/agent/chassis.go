@@ -45,6 +45,14 @@ func setupChassis(ctx context.Context, cfg Config, sw *ovs.Switch, host hostnet.
 	if err != nil {
 		return contract.NodeChassisInfo{}, hostnet.NodeAddress{}, err
 	}
+	// The TLS files first: with ovn-remote ssl: and no SSL row, ovn-controller would try
+	// (and fail) connections until the row came.
+	if cfg.SBClientKey != "" {
+		err := sw.EnsureSSL(ctx, ovs.SSL{PrivateKey: cfg.SBClientKey, Certificate: cfg.SBClientCert, CACert: cfg.SBCACert})
+		if err != nil {
+			return contract.NodeChassisInfo{}, hostnet.NodeAddress{}, err
+		}
+	}
 	encapIP := cfg.EncapIP
 	if !encapIP.IsValid() {
 		encapIP = addr.IP.Addr()
@@ -59,6 +67,11 @@ func setupChassis(ctx context.Context, cfg Config, sw *ovs.Switch, host hostnet.
 	systemID, err := sw.EnsureChassis(ctx, ch)
 	if err != nil {
 		return contract.NodeChassisInfo{}, hostnet.NodeAddress{}, err
+	}
+	if cfg.SBClientCert != "" {
+		if err := checkChassisCert(cfg.SBClientCert, systemID); err != nil {
+			return contract.NodeChassisInfo{}, hostnet.NodeAddress{}, err
+		}
 	}
 	// The management port exists from the start, so ovn-controller can bind it as soon as
 	// the master creates its logical port; its MAC and address wait for the node subnet.

@@ -17,10 +17,18 @@ type Config struct {
 	NodeName   string
 	Kubeconfig string // empty: in-cluster
 	SBAddress  string // ovn-remote
-	OVSAddress string
-	EncapType  string     // geneve or stt
-	EncapIP    netip.Addr // zero: the node's address
-	MTU        int
+	// SBClientKey, SBClientCert and SBCACert, when set, are ovn-controller's TLS identity for
+	// ssl: SB remotes, written into the local Open_vSwitch database's SSL row. The
+	// certificate's common name must be the chassis name (the node name): the SB's
+	// ovn-controller role lets a chassis write only the rows of the chassis its certificate
+	// names.
+	SBClientKey  string
+	SBClientCert string
+	SBCACert     string
+	OVSAddress   string
+	EncapType    string     // geneve or stt
+	EncapIP      netip.Addr // zero: the node's address
+	MTU          int
 	// DatapathType is the type of the bridges: "system" (kernel) or "netdev" (userspace).
 	DatapathType string
 

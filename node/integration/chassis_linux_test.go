@@ -2,6 +2,8 @@ package integration
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -26,8 +28,26 @@ func TestChassisRegistration(t *testing.T) {
 	e := newEnv(ctx, t, "node1", "node2")
 	t.Logf("environment up after %v", time.Since(t0).Round(time.Millisecond))
 	n1, n2 := e.nodes[0], e.nodes[1]
-	// An existing system-id is the chassis' identity in the SB: the agent must keep it.
+	// An existing system-id is the chassis' identity in the SB: the agent must keep it. The
+	// SB's ovn-controller role then wants a certificate for that name: with node2's, the
+	// agent refuses to start and says why.
 	if _, err := n2.VSCtl(ctx, "set", "Open_vSwitch", ".", "external_ids:system-id=chassis-two"); err != nil {
+		t.Fatal(err)
+	}
+	p, err := e.r.Start(harness.ProcSpec{Name: "ovnt-node-node2-wrong-cert", Netns: n2.Netns, Path: nodeBin, Args: e.agentArgs(n2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.Done():
+	case <-ctx.Done():
+		t.Fatal("ovnt-node with a certificate for another chassis kept running")
+	}
+	out, _ := os.ReadFile(filepath.Join(e.r.LogDir, "ovnt-node-node2-wrong-cert.out"))
+	if want := `is for "node2", but this chassis is "chassis-two"`; !strings.Contains(string(out), want) {
+		t.Errorf("ovnt-node with node2's certificate on chassis chassis-two: output lacks %q:\n%s", want, out)
+	}
+	if n2.SBCert, err = e.central.PKI.IssueChassis("chassis-two"); err != nil {
 		t.Fatal(err)
 	}
 	ta := time.Now()
@@ -37,7 +57,7 @@ func TestChassisRegistration(t *testing.T) {
 	t.Logf("two agents configured their chassis in %v", time.Since(ta).Round(time.Millisecond))
 
 	// Without ovn-controller the node cannot serve pods: STATUS says "not available".
-	_, err := cni.NewClient(dialer(n1.socket)).Do(ctx, cni.Request{Command: "STATUS", StdinData: []byte(`{"cniVersion":"1.1.0"}`)})
+	_, err = cni.NewClient(dialer(n1.socket)).Do(ctx, cni.Request{Command: "STATUS", StdinData: []byte(`{"cniVersion":"1.1.0"}`)})
 	if code := cniCode(err); code != 50 {
 		t.Errorf("STATUS before ovn-controller runs: %v (code %d), want code 50", err, code)
 	}
@@ -85,7 +105,7 @@ func TestChassisRegistration(t *testing.T) {
 func checkChassisSettings(ctx context.Context, t *testing.T, e *env, n *node) {
 	t.Helper()
 	ids := map[string]string{
-		"hostname": n.Name, "ovn-remote": e.central.SBRemote, "ovn-encap-type": "geneve",
+		"hostname": n.Name, "ovn-remote": n.SBRemote, "ovn-encap-type": "geneve",
 		"ovn-encap-ip": n.IP, "ovn-bridge-mappings": contract.PhysicalNetwork + ":br-phy", "ovn-bridge-datapath-type": "netdev",
 	}
 	for k, v := range ids {

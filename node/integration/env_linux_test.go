@@ -192,7 +192,12 @@ func (e *env) agentArgs(n *node) []string {
 	args := []string{
 		"--node-name", n.Name,
 		"--kubeconfig", n.kubecfg,
-		"--sb-address", e.central.SBRemote,
+		// ovn-controller reaches the SB over TLS with the node's certificate, which the
+		// agent writes into the SSL row.
+		"--sb-address", n.SBRemote,
+		"--sb-client-cert", n.SBCert.CertFile,
+		"--sb-client-key", n.SBCert.KeyFile,
+		"--sb-ca-cert", n.SBCert.CAFile,
 		"--ovs-address", n.OVSRemote,
 		"--datapath-type", "netdev",
 		"--uplink-interface", "eth0",

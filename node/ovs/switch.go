@@ -37,8 +37,10 @@ func Connect(ctx context.Context, remote string, logger logr.Logger) (*Switch, e
 		br     vswitchd.Bridge
 		port   vswitchd.Port
 		iface  vswitchd.Interface
+		ssl    vswitchd.SSL
 		tables = []ovsdb.Table{
-			{Model: &ovs, Fields: []interface{}{&ovs.Bridges, &ovs.ExternalIDs}},
+			{Model: &ovs, Fields: []interface{}{&ovs.Bridges, &ovs.ExternalIDs, &ovs.SSL}},
+			{Model: &ssl, Fields: []interface{}{&ssl.PrivateKey, &ssl.Certificate, &ssl.CaCert}},
 			{Model: &br, Fields: []interface{}{&br.Name, &br.Ports, &br.DatapathType, &br.FailMode, &br.OtherConfig, &br.Protocols}},
 			{Model: &port, Fields: []interface{}{&port.Name, &port.Interfaces, &port.ExternalIDs}},
 			// Not the statistics: ovs-vswitchd rewrites them every few seconds, and every

@@ -201,3 +201,38 @@ func TestEnsureBridgeLosesCreateRace(t *testing.T) {
 		}
 	}
 }
+
+func TestEnsureSSL(t *testing.T) {
+	remote, vsctl := startDB(t)
+	sw := connect(t, remote)
+	ctx := context.Background()
+	first := SSL{PrivateKey: "/pki/node1-privkey.pem", Certificate: "/pki/node1-cert.pem", CACert: "/pki/cacert.pem"}
+	for range 2 {
+		if err := sw.EnsureSSL(ctx, first); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// ovs-vsctl get-ssl is what an operator reads, and reads the row the way ovn-controller
+	// does.
+	want := "Private key: /pki/node1-privkey.pem\nCertificate: /pki/node1-cert.pem\nCA Certificate: /pki/cacert.pem\nBootstrap: false"
+	if got := vsctl("get-ssl"); got != want {
+		t.Errorf("get-ssl after EnsureSSL:\n%s\nwant\n%s", got, want)
+	}
+	uuid := vsctl("get", "Open_vSwitch", ".", "ssl")
+	vsctl("set", "SSL", uuid, "external_ids:owner=operator")
+
+	// New paths (a rotation to other file names) update the same row.
+	second := SSL{PrivateKey: "/pki2/k.pem", Certificate: "/pki2/c.pem", CACert: "/pki2/ca.pem"}
+	if err := sw.EnsureSSL(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	if got := vsctl("get", "Open_vSwitch", ".", "ssl"); got != uuid {
+		t.Errorf("SSL row replaced: %s, was %s", got, uuid)
+	}
+	if got := vsctl("get", "SSL", uuid, "private_key", "certificate", "ca_cert", "external_ids:owner"); got != "\"/pki2/k.pem\"\n\"/pki2/c.pem\"\n\"/pki2/ca.pem\"\noperator" {
+		t.Errorf("SSL row after the second EnsureSSL:\n%s", got)
+	}
+	if err := sw.EnsureSSL(ctx, SSL{PrivateKey: "/k.pem"}); err == nil {
+		t.Error("EnsureSSL took an incomplete SSL")
+	}
+}

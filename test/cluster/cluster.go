@@ -168,10 +168,10 @@ func (c *Cluster) Node(name string) *Node {
 
 // StartMaster starts ovnt-master (again, after StopMaster or KillMaster).
 func (c *Cluster) StartMaster(ctx context.Context) error {
-	args := append([]string{
+	// The NB over TLS with the master's client certificate, as deployed (docs/security.md).
+	args := append(c.Central.MasterArgs(),
 		"--kubeconfig", c.sa.masterKubeconfig,
 		"--leader-elect-namespace", images.Namespace,
-		"--nb-address", c.Central.NBRemote,
 		"--cluster-cidr", c.opts.ClusterCIDR,
 		"--service-cidr", c.opts.ServiceCIDR,
 		"--allowed-external-ip-cidrs", c.opts.AllowedExternalIPs,
@@ -179,7 +179,8 @@ func (c *Cluster) StartMaster(ctx context.Context) error {
 		"--leader-elect=false",
 		// Every allocation, release and NB change in its log: what a failed test is read with.
 		"--log-level", "2",
-	}, c.opts.MasterArgs...)
+	)
+	args = append(args, c.opts.MasterArgs...)
 	p, err := c.Run.Start(harness.ProcSpec{Name: "ovnt-master", Path: filepath.Join(c.BinDir, "ovnt-master"), Args: args})
 	if err != nil {
 		return err
@@ -258,7 +259,12 @@ func (n *Node) StartAgent(ctx context.Context) error {
 	args := append([]string{
 		"--node-name", n.Name,
 		"--kubeconfig", kubeconfig,
+		// ovn-controller's TLS identity (common name: the node name), which the agent
+		// writes into the SSL row; the SB's ovn-controller role checks it.
 		"--sb-address", n.SBRemote,
+		"--sb-client-cert", n.SBCert.CertFile,
+		"--sb-client-key", n.SBCert.KeyFile,
+		"--sb-ca-cert", n.SBCert.CAFile,
 		"--ovs-address", n.OVSRemote,
 		"--encap-ip", n.IP,
 		"--datapath-type", "netdev",

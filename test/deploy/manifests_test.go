@@ -129,27 +129,31 @@ func findObject(t *testing.T, objs []*unstructured.Unstructured, kind, name stri
 	return nil
 }
 
-// containerEnv returns the literal environment values of a workload's container.
-func containerEnv(t *testing.T, o *unstructured.Unstructured, container string) map[string]string {
+// container returns a workload's container of that name.
+func container(t *testing.T, o *unstructured.Unstructured, name string) map[string]any {
 	t.Helper()
 	cs, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
 	for _, c := range cs {
-		cm, _ := c.(map[string]any)
-		if cm["name"] != container {
-			continue
+		if cm, _ := c.(map[string]any); cm["name"] == name {
+			return cm
 		}
-		env := map[string]string{}
-		list, _ := cm["env"].([]any)
-		for _, e := range list {
-			em, _ := e.(map[string]any)
-			name, _ := em["name"].(string)
-			value, _ := em["value"].(string)
-			env[name] = value
-		}
-		return env
 	}
-	t.Fatalf("%s %s has no container %s", o.GetKind(), o.GetName(), container)
+	t.Fatalf("%s %s has no container %s", o.GetKind(), o.GetName(), name)
 	return nil
+}
+
+// containerEnv returns the literal environment values of a workload's container.
+func containerEnv(t *testing.T, o *unstructured.Unstructured, name string) map[string]string {
+	t.Helper()
+	env := map[string]string{}
+	list, _ := container(t, o, name)["env"].([]any)
+	for _, e := range list {
+		em, _ := e.(map[string]any)
+		key, _ := em["name"].(string)
+		value, _ := em["value"].(string)
+		env[key] = value
+	}
+	return env
 }
 
 // TestDockerfileCopies checks that every file the Dockerfiles COPY from the build context
@@ -241,4 +245,76 @@ func copySources(t *testing.T, path string) []string {
 		t.Fatal(err)
 	}
 	return srcs
+}
+
+// TestManifestsTLS (security audit C1): the OVN remotes in the ConfigMap are TLS, and every
+// container that connects to them is given the files of a TLS identity, mounted into it: the
+// master from the Secret ovnt-master-tls, the nodes' ovnt-node and ovn-controller from the
+// host (a DaemonSet cannot mount a Secret per node).
+func TestManifestsTLS(t *testing.T) {
+	all, err := images.Objects()
+	if err != nil {
+		t.Fatal(err)
+	}
+	config, _, _ := unstructured.NestedStringMap(findObject(t, all, "ConfigMap", "ovnt-config").Object, "data")
+	for _, key := range []string{"nb-address", "sb-address"} {
+		for _, r := range strings.Split(config[key], ",") {
+			if !strings.HasPrefix(r, "ssl:") {
+				t.Errorf("ConfigMap %s: remote %q is not ssl:", key, r)
+			}
+		}
+	}
+	for _, c := range []struct {
+		kind, name, container, prefix, mount string
+	}{
+		{"Deployment", "ovnt-master", "ovnt-master", "OVNT_NB_", "/etc/ovn-transparent/pki"},
+		{"DaemonSet", "ovnt-node-linux", "ovnt-node", "OVNT_SB_", "/etc/ovn-transparent/pki"},
+		{"DaemonSet", "ovnt-node-linux", "ovn-controller", "OVNT_SB_", "/etc/ovn-transparent/pki"},
+		{"DaemonSet", "ovnt-node-windows", "ovnt-node", "OVNT_SB_", `C:\ovn-transparent\pki`},
+	} {
+		o := findObject(t, all, c.kind, c.name)
+		env := containerEnv(t, o, c.container)
+		mounts := containerMounts(t, o, c.container)
+		for _, v := range []string{"CLIENT_CERT", "CLIENT_KEY", "CA_CERT"} {
+			path := env[c.prefix+v]
+			if path == "" {
+				t.Errorf("%s %s container %s: no %s%s", c.kind, c.name, c.container, c.prefix, v)
+				continue
+			}
+			if !strings.HasPrefix(path, c.mount) {
+				t.Errorf("%s %s container %s: %s%s=%s is not under %s", c.kind, c.name, c.container, c.prefix, v, path, c.mount)
+			}
+		}
+		// HostProcess containers see the host's files; the others need the volume.
+		if c.kind == "DaemonSet" && c.name == "ovnt-node-windows" {
+			continue
+		}
+		if _, ok := mounts[c.mount]; !ok {
+			t.Errorf("%s %s container %s mounts nothing at %s (mounts %v)", c.kind, c.name, c.container, c.mount, mounts)
+		}
+	}
+	master := findObject(t, all, "Deployment", "ovnt-master")
+	vols, _, _ := unstructured.NestedSlice(master.Object, "spec", "template", "spec", "volumes")
+	found := false
+	for _, v := range vols {
+		name, _, _ := unstructured.NestedString(v.(map[string]any), "secret", "secretName")
+		found = found || name == "ovnt-master-tls"
+	}
+	if !found {
+		t.Error("the master mounts no Secret ovnt-master-tls")
+	}
+}
+
+// containerMounts returns a workload container's volume mounts: mount path -> volume name.
+func containerMounts(t *testing.T, o *unstructured.Unstructured, name string) map[string]string {
+	t.Helper()
+	mounts := map[string]string{}
+	list, _ := container(t, o, name)["volumeMounts"].([]any)
+	for _, m := range list {
+		mm, _ := m.(map[string]any)
+		path, _ := mm["mountPath"].(string)
+		vol, _ := mm["name"].(string)
+		mounts[path] = vol
+	}
+	return mounts
 }

@@ -57,10 +57,10 @@ func TestMasterLeaderElectionAsServiceAccount(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := func(name string) *harness.Proc {
-		p, err := r.Start(harness.ProcSpec{Name: name, Path: filepath.Join(binDir, "ovnt-master"), Args: []string{
-			"--kubeconfig", kubeconfig, "--nb-address", central.NBRemote, "--resync-period", "0",
+		p, err := r.Start(harness.ProcSpec{Name: name, Path: filepath.Join(binDir, "ovnt-master"), Args: append(central.MasterArgs(),
+			"--kubeconfig", kubeconfig, "--resync-period", "0",
 			"--leader-elect", "--leader-elect-namespace", images.Namespace, "--leader-elect-name", "ovnt-master",
-		}})
+		)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,8 +4,6 @@ package harness
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/tls"
@@ -29,6 +27,7 @@ import (
 
 	"time"
 
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/pkitest"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -239,10 +238,10 @@ func (k *Kube) writeCredentials(serviceCIDR, advertise string) error {
 	if err != nil {
 		return err
 	}
-	if err := writePEM(k.path("sa.key"), "RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(saKey)); err != nil {
+	if err := pkitest.WritePEM(k.path("sa.key"), "RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(saKey)); err != nil {
 		return err
 	}
-	if err := writePEM(k.path("sa.pub"), "PUBLIC KEY", saPub); err != nil {
+	if err := pkitest.WritePEM(k.path("sa.pub"), "PUBLIC KEY", saPub); err != nil {
 		return err
 	}
 
@@ -252,29 +251,8 @@ func (k *Kube) writeCredentials(serviceCIDR, advertise string) error {
 	}
 	// Pods reach the API server at the first service IP (the "kubernetes" Service).
 	kubernetesSvcIP := prefix.Masked().Addr().Next()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return err
-	}
 	notBefore := time.Now().Add(-time.Hour) // tolerate clock skew between namespaces' readers
-	caTmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "ovnt-" + k.r.ID + "-ca"},
-		NotBefore:             notBefore,
-		NotAfter:              notBefore.Add(30 * 24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return err
-	}
-	caCert, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return err
-	}
-	srvKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := pkitest.NewCA("ovnt-"+k.r.ID+"-ca", notBefore, 30*24*time.Hour)
 	if err != nil {
 		return err
 	}
@@ -289,23 +267,12 @@ func (k *Kube) writeCredentials(serviceCIDR, advertise string) error {
 		DNSNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
 			"kubernetes.default.svc.cluster.local"},
 	}
-	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, caCert, &srvKey.PublicKey, caKey)
-	if err != nil {
-		return err
-	}
-	srvKeyDER, err := x509.MarshalECPrivateKey(srvKey)
-	if err != nil {
-		return err
-	}
 	k.CAFile = k.path("ca.crt")
-	k.caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	k.caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.DER})
 	if err := os.WriteFile(k.CAFile, k.caPEM, 0o644); err != nil {
 		return err
 	}
-	if err := writePEM(k.path("certs", "apiserver.crt"), "CERTIFICATE", srvDER); err != nil {
-		return err
-	}
-	if err := writePEM(k.path("certs", "apiserver.key"), "EC PRIVATE KEY", srvKeyDER); err != nil {
+	if err := ca.Sign(srvTmpl, k.path("certs", "apiserver.crt"), k.path("certs", "apiserver.key")); err != nil {
 		return err
 	}
 	// The API server's identity towards kubelets.
@@ -317,31 +284,7 @@ func (k *Kube) writeCredentials(serviceCIDR, advertise string) error {
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	}
-	return writeCertAndKey(k.path("certs", "kubelet-client"), clientTmpl, caCert, caKey)
-}
-
-// writeCertAndKey signs tmpl with the CA and writes <base>.crt and <base>.key.
-func writeCertAndKey(base string, tmpl, ca *x509.Certificate, caKey *ecdsa.PrivateKey) error {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return err
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		return err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return err
-	}
-	if err := writePEM(base+".crt", "CERTIFICATE", der); err != nil {
-		return err
-	}
-	return writePEM(base+".key", "EC PRIVATE KEY", keyDER)
-}
-
-func writePEM(path, typ string, der []byte) error {
-	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600)
+	return ca.Sign(clientTmpl, k.path("certs", "kubelet-client.crt"), k.path("certs", "kubelet-client.key"))
 }
 
 func (k *Kube) path(elem ...string) string {

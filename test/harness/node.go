@@ -153,7 +153,8 @@ type NodeOptions struct {
 	// EncapType is ovn-encap-type; default "geneve". The userspace datapath also tunnels
 	// "vxlan"; it has no STT (a chassis registers with it, but no packet goes through).
 	EncapType string
-	// SBRemote is ovn-remote; default the run's central (StartOVNCentral must come first).
+	// SBRemote is ovn-remote; default the run's central over TLS (SBChassisRemote), with a
+	// client certificate of the run's CA for the node (StartOVNCentral must come first).
 	SBRemote string
 }
 
@@ -168,8 +169,17 @@ type Node struct {
 	OVSRemote string // unix:<Dir>/db.sock, the node's Open_vSwitch database
 	SBRemote  string
 	EncapType string
+	// SBCert is the node's client certificate for SBRemote when that is the run's central,
+	// of the chassis CA: common name Name, as the SB's ovn-controller role requires of a
+	// chassis. StartNode
+	// writes it into the Open_vSwitch SSL row; with SkipChassis that is the caller's job
+	// (ovnt-node's --sb-client-cert, --sb-client-key, --sb-ca-cert).
+	SBCert Cert
 
 	run *Run
+	// sbCtl is where the harness itself reads the SB: the central's unix socket, or SBRemote
+	// when the caller gave one.
+	sbCtl string
 
 	mu         sync.Mutex
 	ovsdb      *Proc
@@ -188,16 +198,26 @@ var nodeNameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 // returns once the SB lists the chassis with its encap IP. The node's IP is NodeIP(name).
 // Starting a node that is running fails. On failure nothing of the node is left behind.
 func (r *Run) StartNode(ctx context.Context, name string, opts NodeOptions) (*Node, error) {
-	if !nodeNameRE.MatchString(name) || len(name) > 32 || name == "ul" || name == "ext" {
-		return nil, fmt.Errorf("harness: bad node name %q (lower-case DNS label, at most 32 characters, not ul or ext)", name)
+	if !nodeNameRE.MatchString(name) || len(name) > 32 || name == "ul" || name == "ext" || name == "central" {
+		return nil, fmt.Errorf("harness: bad node name %q (lower-case DNS label, at most 32 characters, not ul, ext or central)", name)
 	}
 	if opts.EncapType == "" {
 		opts.EncapType = "geneve"
 	}
+	sbCtl, sbCert := opts.SBRemote, Cert{}
 	if opts.SBRemote == "" {
-		opts.SBRemote = sbRemote(r)
-		if _, err := os.Stat(strings.TrimPrefix(opts.SBRemote, "unix:")); err != nil && !opts.SkipChassis {
-			return nil, fmt.Errorf("harness: node %s: no SB database (StartOVNCentral first): %w", name, err)
+		r.mu.Lock()
+		central := r.central
+		r.mu.Unlock()
+		switch {
+		case central != nil:
+			var err error
+			if sbCert, err = central.PKI.IssueChassis(name); err != nil {
+				return nil, err
+			}
+			opts.SBRemote, sbCtl = central.SBChassisRemote, central.SBRemote
+		case !opts.SkipChassis:
+			return nil, fmt.Errorf("harness: node %s: no SB database (StartOVNCentral first)", name)
 		}
 	}
 	u, err := r.underlay(ctx)
@@ -216,7 +236,9 @@ func (r *Run) StartNode(ctx context.Context, name string, opts NodeOptions) (*No
 		Dir:       r.Path("nodes", name),
 		SBRemote:  opts.SBRemote,
 		EncapType: opts.EncapType,
+		SBCert:    sbCert,
 		run:       r,
+		sbCtl:     sbCtl,
 	}
 	n.OVSRemote = "unix:" + filepath.Join(n.Dir, "db.sock")
 	if err := os.MkdirAll(filepath.Dir(n.Dir), 0o755); err != nil {
@@ -266,7 +288,7 @@ func (r *Run) StartNode(ctx context.Context, name string, opts NodeOptions) (*No
 
 	n.ovsdb, err = r.startDB(ctx, name+"-ovsdb-server", n.Netns, n.Dir, "db", ovsSchema,
 		// Where ovs-vsctl set-manager puts further remotes, as the packaged ovs-ctl does.
-		"db:Open_vSwitch,Open_vSwitch,manager_options")
+		"--remote=db:Open_vSwitch,Open_vSwitch,manager_options")
 	if err != nil {
 		return nil, err
 	}
@@ -282,6 +304,10 @@ func (r *Run) StartNode(ctx context.Context, name string, opts NodeOptions) (*No
 			// The kernel has no openvswitch module: br-int must be a userspace bridge, and
 			// ovn-controller creates its patch ports and tunnels with this type.
 			"external_ids:ovn-bridge-datapath-type=netdev")
+		if sbCert.CertFile != "" {
+			// ovn-controller reads its TLS files from the SSL row, as ovnt-node writes it.
+			init = append(init, "--", "set-ssl", sbCert.KeyFile, sbCert.CertFile, sbCert.CAFile)
+		}
 	}
 	if _, err := n.VSCtl(ctx, init...); err != nil {
 		return nil, err
@@ -443,7 +469,7 @@ func (n *Node) waitChassis(ctx context.Context) error {
 	p := n.controller
 	n.mu.Unlock()
 	return waitDaemon(ctx, n.run, p, "chassis "+n.Name+" in the SB", func(ctx context.Context) error {
-		out, err := ovsCtl(ctx, nil, "ovn-sbctl", "--db="+n.SBRemote, ctlTimeout, "--bare",
+		out, err := ovsCtl(ctx, nil, "ovn-sbctl", "--db="+n.sbCtl, ctlTimeout, "--bare",
 			"--columns=ip", "find", "Encap", "chassis_name="+n.Name, "type="+n.EncapType)
 		if err != nil {
 			return err

@@ -5,11 +5,16 @@ package harness
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -29,21 +34,56 @@ const readyTimeout = 30 * time.Second
 // call against a dead server fails instead of hanging a test without a deadline.
 const ctlTimeout = "--timeout=30"
 
-// OVNCentral is a run's OVN control plane: NB and SB ovsdb-server on unix sockets in the run
-// directory, and ovn-northd. Unix sockets are reached through the file system, so daemons in
-// every network namespace of the run use them, and no TCP port can collide with another run.
+// OVNCentral is a run's OVN control plane: NB and SB ovsdb-server and ovn-northd, on the
+// central host, a network namespace of its own on the underlay at CentralIP.
+//
+// The product's connections are TLS with client certificates of the run's CA (PKI), as in a
+// deployment: ovn-controllers reach the SB at ssl:CentralIP:6642 (SBChassisRemote), through an
+// SB Connection row with role ovn-controller, so SB RBAC applies; the master reaches the NB at
+// NBMasterRemote (MasterArgs). The underlay also has the NB at CentralIP:6641, which nothing
+// of the run uses but where a pod or a node could try it.
+//
+// The servers themselves run in the root namespace, where the master is, and also serve
+// unix sockets in Dir: ovn-northd uses those, like an ovn-northd beside its databases in
+// a deployment (ovn-ctl's default), and so do the tests' ovn-nbctl and ovn-sbctl
+// (NBCtl, SBCtl), which only inspect. TLS listens on ephemeral ports of the root
+// namespace's loopback, so that two runs never collide; the central host forwards its
+// ports 6641 and 6642 there (TLS passes through the forwarder untouched, end to end).
 type OVNCentral struct {
 	Dir      string // <run>/central: databases, sockets, pidfiles
-	NBRemote string // unix:<Dir>/nb.sock
-	SBRemote string // unix:<Dir>/sb.sock
+	NBRemote string // unix:<Dir>/nb.sock: ovn-northd and test inspection only
+	SBRemote string // unix:<Dir>/sb.sock: ovn-northd and test inspection only
+
+	// Netns is the central host's namespace on the underlay, holding CentralIP.
+	Netns string
+	// NBMasterRemote is ssl:127.0.0.1:<port>, where the master (in the root namespace)
+	// reaches the NB.
+	NBMasterRemote string
+	// SBChassisRemote is ssl:CentralIP:6642, where every chassis' ovn-controller connects
+	// with the ovn-controller role; NBUnderlayRemote is ssl:CentralIP:6641.
+	SBChassisRemote  string
+	NBUnderlayRemote string
+	// PKI is the run's CA; MasterCert the master's client certificate.
+	PKI        *PKI
+	MasterCert Cert
 
 	NB, SB, Northd *Proc
 }
 
-// centralDir is where a run's central lives; StartNode finds the SB socket there.
-func centralDir(r *Run) string { return r.Path("central") }
+// The central host's place on the underlay, and the OVN database ports of a deployment.
+const (
+	CentralIP  = "172.18.0.250"
+	centralMAC = "0a:58:ac:12:00:fa" // 0a:58 + CentralIP, like the nodes'
+	NBPort     = 6641
+	SBPort     = 6642
+)
 
-func sbRemote(r *Run) string { return "unix:" + filepath.Join(centralDir(r), "sb.sock") }
+// centralServerNames are the names the NB and SB certificates carry: the addresses clients
+// dial, and a service name for --nb-server-name.
+var centralServerNames = []string{"127.0.0.1", CentralIP, "ovn-central"}
+
+// centralDir is where a run's central lives.
+func centralDir(r *Run) string { return r.Path("central") }
 
 // StartOVNCentral starts the run's NB and SB databases and ovn-northd, and returns once
 // northd has processed the (empty) NB into the SB. A run has at most one central; a second
@@ -71,11 +111,30 @@ func (r *Run) StartOVNCentral(ctx context.Context) (*OVNCentral, error) {
 		}
 	}()
 	var err error
-	c.NB, err = r.startDB(ctx, "ovn-nb", "", dir, "nb", nbSchema)
+	if c.PKI, err = newPKI(r.Path("pki")); err != nil {
+		return nil, err
+	}
+	nbCert, err := c.PKI.IssueServer("ovnnb", centralServerNames...)
 	if err != nil {
 		return nil, err
 	}
-	c.SB, err = r.startDB(ctx, "ovn-sb", "", dir, "sb", sbSchema)
+	sbCert, err := c.PKI.IssueServer("ovnsb", centralServerNames...)
+	if err != nil {
+		return nil, err
+	}
+	if c.MasterCert, err = c.PKI.IssueClient("ovnt-master"); err != nil {
+		return nil, err
+	}
+	c.NB, err = r.startDB(ctx, "ovn-nb", "", dir, "nb", nbSchema,
+		append(sslArgs(nbCert), "--remote=pssl:0:127.0.0.1")...)
+	if err != nil {
+		return nil, err
+	}
+	// The SB's TLS remote comes from its Connection row, which carries the role. It also
+	// lets in the chassis CA's certificates, which the NB does not.
+	sbCert.CAFile = c.PKI.SBClientCAs
+	c.SB, err = r.startDB(ctx, "ovn-sb", "", dir, "sb", sbSchema,
+		append(sslArgs(sbCert), "--remote=db:OVN_Southbound,SB_Global,connections")...)
 	if err != nil {
 		return nil, err
 	}
@@ -87,6 +146,11 @@ func (r *Run) StartOVNCentral(ctx context.Context) (*OVNCentral, error) {
 	if _, err := c.SBCtl(ctx, "init"); err != nil {
 		return nil, err
 	}
+	if _, err := c.SBCtl(ctx, "set-connection", "role=ovn-controller", "pssl:0:127.0.0.1"); err != nil {
+		return nil, err
+	}
+	// ovn-northd stays on the unix sockets: it runs beside the databases, as ovn-ctl runs
+	// it on a central host, and the file system's permissions guard the sockets.
 	c.Northd, err = r.startDaemon(ctx, ovsDaemon{
 		name: "ovn-northd", bin: "ovn-northd", dir: dir,
 		args: []string{"--ovnnb-db=" + c.NBRemote, "--ovnsb-db=" + c.SBRemote},
@@ -95,12 +159,101 @@ func (r *Run) StartOVNCentral(ctx context.Context) (*OVNCentral, error) {
 		return nil, err
 	}
 	// --wait=sb returns once northd has copied nb_cfg into the SB: northd holds the SB lock
-	// and has computed its first logical flows.
+	// and has computed its first logical flows (and the SB's RBAC roles, which northd writes).
 	if _, err := c.NBCtl(ctx, "--wait=sb", "sync"); err != nil {
 		return nil, fmt.Errorf("harness: waiting for ovn-northd: %w", err)
 	}
+	nbPort, err := boundPort(ctx, r, "ovn-nb")
+	if err != nil {
+		return nil, err
+	}
+	sbPort, err := boundPort(ctx, r, "ovn-sb")
+	if err != nil {
+		return nil, err
+	}
+	c.NBMasterRemote = fmt.Sprintf("ssl:127.0.0.1:%d", nbPort)
+	if c.Netns, err = r.startCentralHost(ctx, map[int]int{NBPort: nbPort, SBPort: sbPort}); err != nil {
+		return nil, err
+	}
+	c.SBChassisRemote = fmt.Sprintf("ssl:%s:%d", CentralIP, SBPort)
+	c.NBUnderlayRemote = fmt.Sprintf("ssl:%s:%d", CentralIP, NBPort)
+	r.mu.Lock()
+	r.central = c
+	r.mu.Unlock()
 	success = true
 	return c, nil
+}
+
+// sslArgs are ovsdb-server's options for serving with cert and letting in the clients
+// cert.CAFile signed.
+func sslArgs(cert Cert) []string {
+	return []string{"--private-key=" + cert.KeyFile, "--certificate=" + cert.CertFile, "--ca-cert=" + cert.CAFile}
+}
+
+// MasterArgs are ovnt-master's flags to reach the NB over TLS as the master.
+func (c *OVNCentral) MasterArgs() []string {
+	return []string{
+		"--nb-address=" + c.NBMasterRemote,
+		"--nb-client-cert=" + c.MasterCert.CertFile,
+		"--nb-client-key=" + c.MasterCert.KeyFile,
+		"--nb-ca-cert=" + c.MasterCert.CAFile,
+	}
+}
+
+var listeningOnPort = regexp.MustCompile(`listening on port (\d+)`)
+
+// boundPort returns the port the daemon logging to <LogDir>/<name>.log chose for its one
+// pssl:0 or ptcp:0 remote; ovsdb-server reports it only in its log.
+func boundPort(ctx context.Context, r *Run, name string) (int, error) {
+	log := filepath.Join(r.LogDir, name+".log")
+	for {
+		b, err := os.ReadFile(log)
+		if err != nil {
+			return 0, err
+		}
+		if m := listeningOnPort.FindAllSubmatch(b, -1); len(m) > 0 {
+			return strconv.Atoi(string(m[len(m)-1][1]))
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("harness: no \"listening on port\" in %s: %w", log, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// startCentralHost puts the central host on the underlay at CentralIP and forwards each of
+// its ports (key) to the root namespace's loopback port (value).
+func (r *Run) startCentralHost(ctx context.Context, ports map[int]int) (string, error) {
+	u, err := r.underlay(ctx)
+	if err != nil {
+		return "", err
+	}
+	ns, err := r.AddNetns("central")
+	if err != nil {
+		return "", err
+	}
+	if err := u.attach(ctx, ns, "ul-central", centralMAC, CentralIP+underlayPrefix); err != nil {
+		// The veth's underlay end outlives the namespace's name; delete it first (see Node.Stop).
+		Exec(context.Background(), u.netns, "ip", "link", "del", "ul-central")
+		return "", err
+	}
+	for port, target := range ports {
+		var ln net.Listener
+		err := InNetns(ns, func() error {
+			var err error
+			ln, err = net.Listen("tcp", net.JoinHostPort(CentralIP, strconv.Itoa(port)))
+			return err
+		})
+		if err != nil {
+			return "", fmt.Errorf("harness: central host: listening on %d: %w", port, err)
+		}
+		fwd := &tcpForwarder{ln: ln, target: net.JoinHostPort("127.0.0.1", strconv.Itoa(target)), conns: map[net.Conn]struct{}{}}
+		fwd.wg.Add(1)
+		go fwd.serve()
+		r.AddCleanup(fmt.Sprintf("central host forwarder of port %d", port), fwd.Close)
+	}
+	return ns, nil
 }
 
 // stop stops whichever daemons of the central were started, northd first.
@@ -122,7 +275,7 @@ func (c *OVNCentral) SBCtl(ctx context.Context, args ...string) (string, error) 
 	return ovsCtl(ctx, nil, "ovn-sbctl", append([]string{"--db=" + c.SBRemote, ctlTimeout}, args...)...)
 }
 
-// ovsCtl runs an OVS/OVN command-line tool in the root namespace (every database of a run is on
+// ovsCtl runs an OVS/OVN command-line tool in the root namespace (every database of a run has
 // a unix socket, reachable from there) and returns its standard output alone, so callers can
 // parse it; standard error goes into the error.
 // env, if any, is added to the harness's own environment.
@@ -230,8 +383,8 @@ func (r *Run) startDaemon(ctx context.Context, d ovsDaemon) (*Proc, error) {
 }
 
 // startDB creates <dir>/<stem>.db from schema (if missing) and serves it with ovsdb-server on
-// unix:<dir>/<stem>.sock, plus any extra remotes.
-func (r *Run) startDB(ctx context.Context, name, netns, dir, stem, schema string, extraRemotes ...string) (*Proc, error) {
+// unix:<dir>/<stem>.sock; extraArgs (more remotes, TLS files) are added to its command line.
+func (r *Run) startDB(ctx context.Context, name, netns, dir, stem, schema string, extraArgs ...string) (*Proc, error) {
 	db := filepath.Join(dir, stem+".db")
 	if _, err := os.Stat(db); errors.Is(err, os.ErrNotExist) {
 		if _, err := ovsCtl(ctx, nil, "ovsdb-tool", "create", db, schema); err != nil {
@@ -239,10 +392,7 @@ func (r *Run) startDB(ctx context.Context, name, netns, dir, stem, schema string
 		}
 	}
 	remote := "unix:" + filepath.Join(dir, stem+".sock")
-	args := []string{db, "--remote=p" + remote}
-	for _, x := range extraRemotes {
-		args = append(args, "--remote="+x)
-	}
+	args := append([]string{db, "--remote=p" + remote}, extraArgs...)
 	return r.startDaemon(ctx, ovsDaemon{
 		name: name, bin: "ovsdb-server", stem: stem, netns: netns, dir: dir, args: args,
 		// ovsdb-server opens its remotes in its main loop, after the control socket: wait
@@ -316,4 +466,39 @@ func ChassisEncaps(show string) map[string][]string {
 		}
 	}
 	return res
+}
+
+// ListDBs sends an OVSDB list_dbs from the network namespace netns (a name or a path, as
+// InNetns takes) to addr, over TLS with cfg unless cfg is nil, and returns the databases the
+// server names: what any client, a pod's included, can learn when the server lets it talk.
+func ListDBs(netns, addr string, cfg *tls.Config) (string, error) {
+	var conn net.Conn
+	err := InNetns(netns, func() error {
+		var err error
+		conn, err = net.DialTimeout("tcp", addr, 5*time.Second)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	// A deadline only so that a server that says nothing cannot hang the caller.
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if cfg != nil {
+		conn = tls.Client(conn, cfg)
+	}
+	if _, err := conn.Write([]byte(`{"method":"list_dbs","params":[],"id":0}`)); err != nil {
+		return "", err
+	}
+	var reply struct {
+		Result []string        `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	if err := json.NewDecoder(conn).Decode(&reply); err != nil {
+		return "", err
+	}
+	if len(reply.Result) == 0 {
+		return "", fmt.Errorf("list_dbs: no result (error %s)", reply.Error)
+	}
+	return strings.Join(reply.Result, ","), nil
 }

@@ -75,6 +75,7 @@ type Run struct {
 	crashes   []string      // daemons that died on their own, in order (see noteCrash)
 	closeDone chan struct{} // closed when the teardown Close started has finished
 	ul        *underlay     // the nodes' shared L2, made by the first node or external host
+	central   *OVNCentral   // set by StartOVNCentral
 }
 
 type cleanup struct {

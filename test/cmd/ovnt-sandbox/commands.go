@@ -131,6 +131,7 @@ func build(ctx context.Context, r *harness.Run, dir string, nodes int) (*cluster
 		return nil, s, err
 	}
 	s.NBRemote, s.SBRemote = c.Central.NBRemote, c.Central.SBRemote
+	s.NBMasterRemote, s.SBChassisRemote, s.PKIDir = c.Central.NBMasterRemote, c.Central.SBChassisRemote, c.Central.PKI.Dir
 	for _, n := range c.Nodes {
 		s.Netns["node/"+n.Name] = "/run/netns/" + n.Netns
 	}
@@ -179,7 +180,8 @@ func status(c *cli.Context) error {
 
 // show prints what an operator would look at first.
 func show(ctx context.Context, s state) error {
-	fmt.Printf("\nsandbox run %s (pid %d)\n  kubeconfig: %s\n  NB: %s\n  SB: %s\n", s.RunID, s.PID, s.Kubeconfig, s.NBRemote, s.SBRemote)
+	fmt.Printf("\nsandbox run %s (pid %d)\n  kubeconfig: %s\n  NB: %s (master: %s)\n  SB: %s (chassis, role ovn-controller: %s)\n  certificates: %s\n",
+		s.RunID, s.PID, s.Kubeconfig, s.NBRemote, s.NBMasterRemote, s.SBRemote, s.SBChassisRemote, s.PKIDir)
 	for k, ns := range s.Netns {
 		fmt.Printf("  %-12s netns %s\n", k, ns)
 	}

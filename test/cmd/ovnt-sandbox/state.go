@@ -13,14 +13,19 @@ import (
 
 // state is what `serve` tells the other commands about the sandbox it runs.
 type state struct {
-	PID        int               `json:"pid"`
-	RunID      string            `json:"runID"`
-	Kubeconfig string            `json:"kubeconfig"`
-	NBRemote   string            `json:"nbRemote"`
-	SBRemote   string            `json:"sbRemote"`
-	Kubectl    string            `json:"kubectl"`
-	Netns      map[string]string `json:"netns"` // "node/<name>" and "external" -> namespace path
-	Pods       map[string]string `json:"pods"`  // "<namespace>/<pod>" -> namespace path, refreshed every second
+	PID        int    `json:"pid"`
+	RunID      string `json:"runID"`
+	Kubeconfig string `json:"kubeconfig"`
+	NBRemote   string `json:"nbRemote"`
+	SBRemote   string `json:"sbRemote"`
+	// What the product connects to, over TLS: the master to the NB, every ovn-controller to
+	// the SB with the ovn-controller role; the certificates are in PKIDir.
+	NBMasterRemote  string            `json:"nbMasterRemote"`
+	SBChassisRemote string            `json:"sbChassisRemote"`
+	PKIDir          string            `json:"pkiDir"`
+	Kubectl         string            `json:"kubectl"`
+	Netns           map[string]string `json:"netns"` // "node/<name>" and "external" -> namespace path
+	Pods            map[string]string `json:"pods"`  // "<namespace>/<pod>" -> namespace path, refreshed every second
 }
 
 func statePath(dir string) string { return filepath.Join(dir, "state.json") }
