@@ -42,6 +42,7 @@ type Config struct {
 	KubeAPIBurst         int
 	Workers              int
 	SyncTimeout          time.Duration // longest sync of one key
+	HealthAddress        string        // /metrics, /healthz, /readyz; "" for none
 	NBInactivityProbe    time.Duration // NB silence before an echo, and the echo's deadline
 	Verbosity            int
 	// GCPercent is the garbage collector's target percentage; 0 leaves the runtime's default
@@ -72,6 +73,7 @@ func flags() []cli.Flag {
 		cliapp.String("leader-elect-name", "ovnt-master", "name of the leader election Lease"),
 		cliapp.Duration("resync-period", 10*time.Minute, "full reconcile period of every controller (0 disables it)"),
 		cliapp.Int("workers", 4, "objects synced in parallel"),
+		cliapp.String("health-address", "127.0.0.1:9476", "host:port of /metrics (Prometheus), /healthz and /readyz; empty turns them off. The default is reachable only from the host (the master runs in the host network)"),
 		cliapp.Duration("sync-timeout", 30*time.Second, "longest sync of one object, its NB transaction included; a longer one is retried"),
 		cliapp.Duration("nb-inactivity-probe", 10*time.Second, "silence on the NB connection after which the master sends an echo, and the time it waits for the reply before it reconnects"),
 		cliapp.Int("kube-api-qps", 100, "sustained requests per second to the API server (each new pod costs one)"),
@@ -99,6 +101,7 @@ func configFrom(c *cli.Context) (Config, error) {
 		ResyncPeriod:         c.Duration("resync-period"),
 		Workers:              c.Int("workers"),
 		SyncTimeout:          c.Duration("sync-timeout"),
+		HealthAddress:        c.String("health-address"),
 		NBInactivityProbe:    c.Duration("nb-inactivity-probe"),
 		KubeAPIQPS:           c.Int("kube-api-qps"),
 		KubeAPIBurst:         c.Int("kube-api-burst"),

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 
+	"github.com/ovn-transparent/ovn-transparent/internal/health"
 	"github.com/ovn-transparent/ovn-transparent/internal/ovsdb"
 	"github.com/ovn-transparent/ovn-transparent/master/controller"
 	"github.com/ovn-transparent/ovn-transparent/master/nb"
@@ -47,6 +49,24 @@ func runMaster(ctx context.Context, cfg Config, log logr.Logger) error {
 	kube, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
 		return fmt.Errorf("kubernetes client: %w", err)
+	}
+	// Health and metrics first: while the NB is out of reach the master is alive, not ready.
+	srv := health.New()
+	var started atomic.Pointer[controller.Controller]
+	srv.AddLiveness("workqueue", func() error {
+		if c := started.Load(); c != nil {
+			return c.Live()
+		}
+		return nil
+	})
+	srv.AddReadiness("controller", func() error {
+		if c := started.Load(); c != nil {
+			return c.Ready()
+		}
+		return errors.New("connecting to the NB")
+	})
+	if err := srv.Serve(ctx, cfg.HealthAddress, func(err error) { log.Error(err, "Health endpoint") }); err != nil {
+		return err
 	}
 	nbc, err := nb.Connect(ctx, ovsdb.Config{
 		Remotes:         cfg.NBAddress,
@@ -78,6 +98,10 @@ func runMaster(ctx context.Context, cfg Config, log logr.Logger) error {
 	if err != nil {
 		return err
 	}
+	if err := ctrl.RegisterMetrics(srv.Registry); err != nil {
+		return err
+	}
+	started.Store(ctrl)
 	if !cfg.LeaderElect {
 		return ctrl.Run(ctx)
 	}

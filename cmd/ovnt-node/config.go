@@ -49,6 +49,7 @@ func flags() []cli.Flag {
 		cliapp.Duration("pod-annotation-timeout", 30*time.Second, "how long CNI ADD waits for the master to annotate the pod"),
 		cliapp.Duration("port-install-timeout", time.Minute, "how long CNI ADD waits for ovn-controller to install the pod's port"),
 		cliapp.Duration("leak-collect-interval", 5*time.Minute, "how often the agent removes the ports (and HNS endpoints) of pods that are gone, which runtimes that never call CNI GC leave behind; removed after two passes in a row find them"),
+		cliapp.String("health-address", "127.0.0.1:9477", "host:port of /metrics (Prometheus), /healthz and /readyz; empty turns them off. The default is reachable only from the node itself (the agent runs in the host network)"),
 		cliapp.Int("log-level", 0, "log verbosity, as ovnt-master's: 0 start-up, warnings and errors; 2 every change made (each CNI call); 4 every sync"),
 	}
 }
@@ -78,6 +79,7 @@ func configFrom(c *cli.Context) (Config, error) {
 		AnnotationTTL:      c.Duration("pod-annotation-timeout"),
 		PortInstallTimeout: c.Duration("port-install-timeout"),
 		LeakCollect:        c.Duration("leak-collect-interval"),
+		HealthAddress:      c.String("health-address"),
 	}
 	if s := c.String("encap-ip"); s != "" {
 		ip, err := netip.ParseAddr(s)

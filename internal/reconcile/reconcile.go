@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -42,6 +43,10 @@ type Options struct {
 	// answering holds a worker as long as the connection lasts, and all workers soon.
 	// Zero means no bound.
 	SyncTimeout time.Duration
+	// Observe, if set, is told about every sync, for metrics: the key, how long since the
+	// first Add of the key that this sync answers (retries included: the time from an event
+	// to its effect), how long the sync took, and its error.
+	Observe func(key any, waited, took time.Duration, err error)
 }
 
 // Loop is a typed work queue with its workers.
@@ -51,7 +56,13 @@ type Loop[K comparable] struct {
 	log     logr.Logger
 	workers int
 	timeout time.Duration
+	observe func(key any, waited, took time.Duration, err error)
 	queue   workqueue.TypedRateLimitingInterface[K]
+
+	mu    sync.Mutex
+	since map[K]time.Time // first Add of each key not synced since
+	// lastDone is when the last sync ended (unix nanoseconds), or Run started.
+	lastDone atomic.Int64
 }
 
 // New returns a loop named name (in logs) that calls sync for every key added.
@@ -79,16 +90,43 @@ func New[K comparable](name string, sync SyncFunc[K], log logr.Logger, o Options
 	)
 	return &Loop[K]{
 		name: name, sync: sync, log: log.WithValues("loop", name), workers: o.Workers, timeout: o.SyncTimeout,
+		observe: o.Observe, since: map[K]time.Time{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(limiter,
 			workqueue.TypedRateLimitingQueueConfig[K]{Name: name}),
 	}
 }
 
 // Add queues key for a sync. It is safe to call from any goroutine, before or during Run.
-func (l *Loop[K]) Add(key K) { l.queue.Add(key) }
+func (l *Loop[K]) Add(key K) {
+	l.noteAdd(key)
+	l.queue.Add(key)
+}
 
 // AddAfter queues key for a sync after d.
-func (l *Loop[K]) AddAfter(key K, d time.Duration) { l.queue.AddAfter(key, d) }
+func (l *Loop[K]) AddAfter(key K, d time.Duration) {
+	l.noteAdd(key)
+	l.queue.AddAfter(key, d)
+}
+
+// noteAdd remembers when key was first added since its last sync.
+func (l *Loop[K]) noteAdd(key K) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.since[key]; !ok {
+		l.since[key] = time.Now()
+	}
+}
+
+// Stalled reports an error when keys wait and no sync has ended for longer than after: the
+// workers are stuck (a liveness check; a sync is bounded by SyncTimeout, so after should
+// be well above it).
+func (l *Loop[K]) Stalled(after time.Duration) error {
+	last := time.Unix(0, l.lastDone.Load())
+	if n := l.queue.Len(); n > 0 && time.Since(last) > after {
+		return fmt.Errorf("%s: %d keys waiting, and no sync has ended for %s", l.name, n, time.Since(last).Round(time.Second))
+	}
+	return nil
+}
 
 // Len is the number of keys waiting.
 func (l *Loop[K]) Len() int { return l.queue.Len() }
@@ -96,6 +134,7 @@ func (l *Loop[K]) Len() int { return l.queue.Len() }
 // Run syncs keys until ctx is done, then waits for the syncs in progress and returns. Call it
 // once; keys added before Run are synced first.
 func (l *Loop[K]) Run(ctx context.Context) {
+	l.lastDone.Store(time.Now().UnixNano())
 	var wg sync.WaitGroup
 	for range l.workers {
 		wg.Add(1)
@@ -123,7 +162,27 @@ func (l *Loop[K]) next(ctx context.Context) bool {
 		return false
 	}
 	start := time.Now()
+	l.mu.Lock()
+	first, ok := l.since[key]
+	delete(l.since, key) // an Add from now on asks for another sync
+	l.mu.Unlock()
+	if !ok {
+		first = start
+	}
 	err := l.syncOne(ctx, key)
+	end := time.Now()
+	l.lastDone.Store(end.UnixNano())
+	if l.observe != nil {
+		l.observe(key, end.Sub(first), end.Sub(start), err)
+	}
+	if err != nil {
+		// The retry answers the same events: its wait counts from the first of them.
+		l.mu.Lock()
+		if _, again := l.since[key]; !again {
+			l.since[key] = first
+		}
+		l.mu.Unlock()
+	}
 	if err == nil {
 		l.queue.Forget(key)
 		l.log.V(4).Info("Synced", "key", fmt.Sprint(key), "took", time.Since(start))

@@ -3,11 +3,14 @@ package reconcile
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr/testr"
+
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -129,4 +132,67 @@ func TestLoopBoundsASync(t *testing.T) {
 	if calls["other"] != 1 {
 		t.Errorf("the other key was synced %d times, want 1", calls["other"])
 	}
+}
+
+// TestLoopObserves: Observe hears every sync, with a wait that counts from the first Add of
+// the events the sync answers (a failed attempt's retry included), and Stalled tells a
+// turning loop from one whose workers are stuck.
+func TestLoopObserves(t *testing.T) {
+	type seen struct {
+		key    any
+		waited time.Duration
+		err    error
+	}
+	var mu sync.Mutex
+	var got []seen
+	release := make(chan struct{})
+	calls := 0
+	sync := func(ctx context.Context, key string) error {
+		mu.Lock()
+		calls++
+		n := calls
+		mu.Unlock()
+		switch {
+		case key == "stuck":
+			<-release
+		case n == 1:
+			return errors.New("first attempt fails")
+		}
+		return nil
+	}
+	l := New("test", sync, testr.New(t), Options{Workers: 1, MinRetry: 20 * time.Millisecond,
+		Observe: func(key any, waited, _ time.Duration, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			got = append(got, seen{key, waited, err})
+		}})
+	l.Add("k")
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { l.Run(ctx); close(ran) }()
+	defer func() { cancel(); close(release); <-ran }()
+	poll.Eventually(t, ctx, "two syncs of k observed", 10*time.Second, 5*time.Millisecond, func() (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got) == 2, fmt.Errorf("%d observed", len(got))
+	})
+	mu.Lock()
+	first, second := got[0], got[1]
+	mu.Unlock()
+	if first.key != "k" || first.err == nil || second.err != nil {
+		t.Fatalf("observed %+v then %+v, want a failure then a success of k", first, second)
+	}
+	// The retry waited at least its backoff after the failure: its wait includes both.
+	if second.waited < first.waited+20*time.Millisecond {
+		t.Errorf("the retry's wait %v does not count from the first Add (the failed attempt waited %v)", second.waited, first.waited)
+	}
+	if err := l.Stalled(time.Hour); err != nil {
+		t.Errorf("a loop that turns: %v", err)
+	}
+	l.Add("stuck")
+	l.Add("behind")
+	poll.Eventually(t, ctx, "Stalled to report the stuck worker", 10*time.Second, 5*time.Millisecond, func() (bool, error) {
+		err := l.Stalled(50 * time.Millisecond)
+		return err != nil, errors.New("not reported")
+	})
 }

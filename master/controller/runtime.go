@@ -88,6 +88,11 @@ type Controller struct {
 
 	// refills counts the NB cache refills (reconnections) seen, for logs and tests.
 	refills atomic.Int64
+
+	metrics     *metrics
+	syncTimeout time.Duration
+	// leading is set while Run runs (as the leader, or alone).
+	leading atomic.Bool
 }
 
 // New returns a controller writing to nb (a client from nb.Connect) for the cluster kube.
@@ -105,6 +110,8 @@ func New(cfg Config, kube kubernetes.Interface, nbc client.Client, recorder reco
 		// Managed fields are most of an object's size and nothing here reads them.
 		factory: informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(reconcile.StripManagedFields)),
 	}
+	c.metrics = newMetrics(c)
+	c.syncTimeout = cmp.Or(cfg.SyncTimeout, DefaultSyncTimeout)
 	c.queue = reconcile.New("ovnt-master", c.sync, log, reconcile.Options{
 		Workers: cfg.Workers,
 		// Transient failures (NB unreachable, a parent not created yet) retry quickly at
@@ -113,7 +120,8 @@ func New(cfg Config, kube kubernetes.Interface, nbc client.Client, recorder reco
 		QPS: 100, Burst: 500,
 		// An NB that stops answering must not hold the workers (audit M4); the NB
 		// client's inactivity probe then reconnects.
-		SyncTimeout: cmp.Or(cfg.SyncTimeout, DefaultSyncTimeout),
+		SyncTimeout: c.syncTimeout,
+		Observe:     c.metrics.observe,
 	})
 	podInf := c.factory.Core().V1().Pods().Informer()
 	if err := podInf.AddIndexers(cache.Indexers{podsByNode: func(obj any) ([]string, error) {
@@ -169,6 +177,8 @@ func New(cfg Config, kube kubernetes.Interface, nbc client.Client, recorder reco
 // syncs every key, including every owner found in the NB, so that rows nothing wants any
 // more are deleted. It returns an error only if it could not start.
 func (c *Controller) Run(ctx context.Context) error {
+	c.leading.Store(true)
+	defer c.leading.Store(false)
 	ctx, cancel := context.WithCancel(ctx)
 	// Deferred calls run last-in first-out: the informers are told to stop before
 	// Shutdown waits for them, on every return path.
@@ -338,10 +348,13 @@ func (c *Controller) apply(ctx context.Context, key nb.Key, rows []nb.Row) (*nb.
 	if err != nil {
 		return nil, err
 	}
-	n, err := plan.Apply(ctx, c.nb)
+	start := time.Now()
+	ops, err := plan.ApplyOps(ctx, c.nb)
+	c.metrics.transaction(ops, time.Since(start), err)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", key, err)
 	}
+	n := len(ops)
 	if n > 0 {
 		c.log.V(2).Info("Applied", "key", key.String(), "changes", plan.String(), "ops", n)
 	}

@@ -210,3 +210,6 @@ func (a *Addresses) Release(owner string) (netip.Addr, bool) {
 
 // Len is the number of addresses given out.
 func (a *Addresses) Len() int { return a.p.len() }
+
+// Cap is the number of addresses the allocator gives in all.
+func (a *Addresses) Cap() int { return a.p.capacity() }

@@ -124,3 +124,6 @@ func (p *pool) release(owner string) (uint64, bool) {
 }
 
 func (p *pool) len() int { return len(p.byOwner) }
+
+// capacity is how many indexes the pool gives in all.
+func (p *pool) capacity() int { return int(p.last - p.first + 1) }

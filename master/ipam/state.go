@@ -202,3 +202,26 @@ func (s *State) PodCount(node string) int {
 	}
 	return 0
 }
+
+// Usage is how much of an address pool is given out.
+type Usage struct {
+	Used, Free int
+}
+
+// PodAddressUsage returns the pod address usage of every node subnet, by node.
+func (s *State) PodAddressUsage() map[string]Usage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]Usage, len(s.pods))
+	for node, a := range s.pods {
+		out[node] = Usage{Used: a.Len(), Free: a.Cap() - a.Len()}
+	}
+	return out
+}
+
+// SubnetUsage returns how many node subnets of the cluster CIDR are given out and free.
+func (s *State) SubnetUsage() Usage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Usage{Used: s.subnets.p.len(), Free: s.subnets.p.capacity() - s.subnets.p.len()}
+}

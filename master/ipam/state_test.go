@@ -111,3 +111,25 @@ func TestStateReleaseNode(t *testing.T) {
 		t.Errorf("join address %s not freed (node3 got %s)", j1, j)
 	}
 }
+
+func TestUsage(t *testing.T) {
+	s, err := NewState(netip.MustParsePrefix("10.244.0.0/16"), 24, netip.MustParsePrefix("100.64.0.0/16"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AllocateNodeSubnet("n1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"a/x", "a/y"} {
+		if _, err := s.AllocatePodIP("n1", p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A /24 gives .3 to .254 to pods: 252 addresses.
+	if got := s.PodAddressUsage(); len(got) != 1 || got["n1"] != (Usage{Used: 2, Free: 250}) {
+		t.Errorf("pod address usage %+v", got)
+	}
+	if got := s.SubnetUsage(); got != (Usage{Used: 1, Free: 255}) {
+		t.Errorf("subnet usage %+v", got)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/ovn-org/libovsdb/client"
+	libovsdb "github.com/ovn-org/libovsdb/ovsdb"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/ovsdb"
 	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
@@ -31,16 +32,23 @@ func Connect(ctx context.Context, cfg ovsdb.Config) (client.Client, error) {
 // (CheckApplied: an update or mutation that matched no row is an error, not a success). It
 // returns how many operations it sent; an empty plan sends none.
 func (p *Plan) Apply(ctx context.Context, c client.Client) (int, error) {
+	ops, err := p.ApplyOps(ctx, c)
+	return len(ops), err
+}
+
+// ApplyOps is Apply returning the operations it sent (their tables and kinds are what
+// metrics count); on an error the operations are those of the failed transaction.
+func (p *Plan) ApplyOps(ctx context.Context, c client.Client) ([]libovsdb.Operation, error) {
 	if p.Empty() {
-		return 0, nil
+		return nil, nil
 	}
 	ops, err := p.Ops(c)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	results, err := ovsdb.Transact(ctx, c, ops...)
 	if err == nil {
 		err = CheckApplied(ops, results)
 	}
-	return len(ops), err
+	return ops, err
 }

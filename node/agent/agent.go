@@ -15,6 +15,7 @@ import (
 
 	"github.com/ovn-transparent/ovn-transparent/internal/cni"
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
+	healthpkg "github.com/ovn-transparent/ovn-transparent/internal/health"
 	"github.com/ovn-transparent/ovn-transparent/node/cniserver"
 	"github.com/ovn-transparent/ovn-transparent/node/gateway"
 	"github.com/ovn-transparent/ovn-transparent/node/hostnet"
@@ -72,12 +73,19 @@ func Run(ctx context.Context, cfg Config, log logr.Logger) error {
 	if err := srv.SyncHostPorts(ctx); err != nil {
 		return err
 	}
-	go srv.NewCollector(watcher.Exists, cfg.LeakCollect).Run(ctx)
+	health := healthpkg.New()
+	metrics, err := newNodeMetrics(health.Registry, sw)
+	if err != nil {
+		return err
+	}
+	collector := srv.NewCollector(watcher.Exists, cfg.LeakCollect)
+	collector.Collected = func(n int) { metrics.collected.Add(float64(n)) }
+	go collector.Run(ctx)
 	ln, err := cniserver.Listen(ctx, cfg.CNISocket)
 	if err != nil {
 		return err
 	}
-	httpSrv := cni.NewServer(srv.Handle)
+	httpSrv := cni.NewServer(metrics.instrument(srv.Handle))
 	served := make(chan error, 1)
 	go func() { served <- httpSrv.Serve(ln) }()
 	if err := install.Plugin(pluginPath(cfg), cfg.CNIBinDir, cfg.CNIConfDir, cfg.CNISocket); err != nil {
@@ -85,6 +93,18 @@ func Run(ctx context.Context, cfg Config, log logr.Logger) error {
 		return fmt.Errorf("installing the CNI plugin: %w", err)
 	}
 	log.Info("serving CNI", "socket", cfg.CNISocket, "took", time.Since(start).Round(time.Millisecond))
+	// Ready as for CNI STATUS: OVSDB connected, the Node and pods listed, the management
+	// port installed (the chassis registered: ovn-controller bound it). Alive while the
+	// process answers: its loops have their own timeouts and retries.
+	health.AddReadiness("node", func() error {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		return ready(ctx)
+	})
+	if err := health.Serve(ctx, cfg.HealthAddress, func(err error) { log.Error(err, "Health endpoint") }); err != nil {
+		httpSrv.Close()
+		return err
+	}
 
 	select {
 	case <-ctx.Done():

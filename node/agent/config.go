@@ -65,4 +65,5 @@ type Config struct {
 	AnnotationTTL      time.Duration // how long ADD waits for the master's pod annotation
 	PortInstallTimeout time.Duration // how long ADD waits for ovn-controller
 	LeakCollect        time.Duration // how often the agent collects the attachments of pods that are gone
+	HealthAddress      string        // /metrics, /healthz, /readyz; "" for none
 }

@@ -22,8 +22,10 @@ type PodExists func(ctx context.Context, namespace, name, uid string) (bool, err
 // between creating an interface and its port, or a pod the API server is still creating,
 // is never taken.
 type LeakCollector struct {
-	s      *Server
-	exists PodExists
+	// Collected, if set, is told how many things each pass removed (metrics).
+	Collected func(n int)
+	s         *Server
+	exists    PodExists
 
 	mu       sync.Mutex
 	ports    map[string]bool // host interface names of ports found leaked on the last pass
@@ -47,7 +49,11 @@ func (c *LeakCollector) Run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if n, err := c.Collect(ctx); err != nil {
+		n, err := c.Collect(ctx)
+		if c.Collected != nil && n > 0 {
+			c.Collected(n)
+		}
+		if err != nil {
 			c.s.log.Error(err, "collecting leaked pod attachments", "removed", n)
 		} else if n > 0 {
 			c.s.log.Info("collected leaked pod attachments", "removed", n)

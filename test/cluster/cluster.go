@@ -59,10 +59,11 @@ type Cluster struct {
 	Nodes    []*Node
 	BinDir   string
 
-	opts       Options
-	master     *harness.Proc
-	sa         serviceAccounts // the daemons run as the manifests' ServiceAccounts (rbac.go)
-	kubeBinDir string
+	opts         Options
+	master       *harness.Proc
+	masterHealth string          // http://127.0.0.1:<port> of the running master's health endpoints
+	sa           serviceAccounts // the daemons run as the manifests' ServiceAccounts (rbac.go)
+	kubeBinDir   string
 
 	imagesOnce sync.Once
 	imagesList []string
@@ -168,6 +169,10 @@ func (c *Cluster) Node(name string) *Node {
 
 // StartMaster starts ovnt-master (again, after StopMaster or KillMaster).
 func (c *Cluster) StartMaster(ctx context.Context) error {
+	health, err := harness.FreeLocalAddr()
+	if err != nil {
+		return err
+	}
 	// The NB over TLS with the master's client certificate, as deployed (docs/security.md).
 	args := append(c.Central.MasterArgs(),
 		"--kubeconfig", c.sa.masterKubeconfig,
@@ -179,15 +184,19 @@ func (c *Cluster) StartMaster(ctx context.Context) error {
 		"--leader-elect=false",
 		// Every allocation, release and NB change in its log: what a failed test is read with.
 		"--log-level", "2",
+		"--health-address", health,
 	)
 	args = append(args, c.opts.MasterArgs...)
 	p, err := c.Run.Start(harness.ProcSpec{Name: "ovnt-master", Path: filepath.Join(c.BinDir, "ovnt-master"), Args: args})
 	if err != nil {
 		return err
 	}
-	c.master = p
+	c.master, c.masterHealth = p, "http://"+health
 	return nil
 }
+
+// MasterHealthURL is the base URL of the running master's /metrics, /healthz and /readyz.
+func (c *Cluster) MasterHealthURL() string { return c.masterHealth }
 
 // ClusterCIDR is the pod network's CIDR.
 func (c *Cluster) ClusterCIDR() string { return c.opts.ClusterCIDR }

@@ -4,6 +4,9 @@ package deploy
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -56,9 +59,15 @@ func TestMasterLeaderElectionAsServiceAccount(t *testing.T) {
 	if err := cluster.ServiceAccountKubeconfig(ctx, kube, images.MasterServiceAccount, kubeconfig); err != nil {
 		t.Fatal(err)
 	}
+	healthURL := map[string]string{}
 	start := func(name string) *harness.Proc {
+		health, err := harness.FreeLocalAddr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		healthURL[name] = "http://" + health
 		p, err := r.Start(harness.ProcSpec{Name: name, Path: filepath.Join(binDir, "ovnt-master"), Args: append(central.MasterArgs(),
-			"--kubeconfig", kubeconfig, "--resync-period", "0",
+			"--kubeconfig", kubeconfig, "--resync-period", "0", "--health-address", health,
 			"--leader-elect", "--leader-elect-namespace", images.Namespace, "--leader-elect-name", "ovnt-master",
 		)})
 		if err != nil {
@@ -104,6 +113,21 @@ func TestMasterLeaderElectionAsServiceAccount(t *testing.T) {
 	if h := holder(); h != first {
 		t.Fatalf("Lease holder %q, want the first master %q still", h, first)
 	}
+	// Both are ready (the standby could take over), and their metrics say who leads; the
+	// leader's say it converged node1 through the NB.
+	wait("both masters ready, a leading, b standing by", func() bool {
+		return get(healthURL["ovnt-master-a"]+"/readyz") == "ok\n" && get(healthURL["ovnt-master-b"]+"/readyz") == "ok\n" &&
+			strings.Contains(get(healthURL["ovnt-master-a"]+"/metrics"), "\novnt_master_leader 1\n") &&
+			strings.Contains(get(healthURL["ovnt-master-b"]+"/metrics"), "\novnt_master_leader 0\n")
+	})
+	if m := get(healthURL["ovnt-master-a"] + "/metrics"); !strings.Contains(m, `ovnt_master_event_to_nb_seconds_count{kind="Node"}`) ||
+		!strings.Contains(m, `ovnt_master_nb_operations_total{op="insert",table="Logical_Switch"}`) ||
+		!strings.Contains(m, `ovnt_master_ipam_node_subnets{state="used"} 1`) {
+		t.Errorf("the leader's metrics lack its work on node1:\n%s", m)
+	}
+	if got := get(healthURL["ovnt-master-a"] + "/healthz"); got != "ok\n" {
+		t.Errorf("leader /healthz: %q", got)
+	}
 	if err := a.Stop(); err != nil {
 		t.Logf("stopping the first master: %v", err)
 	}
@@ -111,6 +135,9 @@ func TestMasterLeaderElectionAsServiceAccount(t *testing.T) {
 		t.Errorf("the first master on SIGTERM: %v, want a clean exit", err)
 	}
 	wait("the second master leads", func() bool { h := holder(); return h != "" && h != first })
+	wait("the second master's metrics say it leads", func() bool {
+		return strings.Contains(get(healthURL["ovnt-master-b"]+"/metrics"), "\novnt_master_leader 1\n")
+	})
 	createNode("node2")
 	wait("node2 served by the second master", served("node2"))
 
@@ -132,4 +159,19 @@ func TestMasterLeaderElectionAsServiceAccount(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// get returns the body of an HTTP GET of url, with the status when it is not 200 ("" when
+// nothing answers).
+func get(url string) string {
+	resp, err := http.Get(url)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Sprintf("%d %s", resp.StatusCode, b)
+	}
+	return string(b)
 }

@@ -100,7 +100,11 @@ func BenchmarkServices(b *testing.B) {
 	defer w.Close()
 
 	start := time.Now()
-	args := []string{"--kubeconfig=" + kube.Kubeconfig, "--nb-address=" + central.NBRemote, "--kube-api-qps=1000", "--kube-api-burst=2000"}
+	health, err := harness.FreeLocalAddr()
+	if err != nil {
+		b.Fatal(err)
+	}
+	args := []string{"--kubeconfig=" + kube.Kubeconfig, "--nb-address=" + central.NBRemote, "--kube-api-qps=1000", "--kube-api-burst=2000", "--health-address=" + health}
 	args = append(args, strings.Fields(os.Getenv("SVCBENCH_MASTER_ARGS"))...) // e.g. --memory-limit-mib=80
 	master, err := r.Start(harness.ProcSpec{Name: "ovnt-master", Path: masterBin, Args: args})
 	if err != nil {
