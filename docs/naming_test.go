@@ -145,6 +145,11 @@ func builtRows(t *testing.T) []nb.Row {
 	rows := topology.Cluster(cfg)
 	rows = append(rows, topology.ClusterLBGroup(nil))
 	rows = append(rows, netpol.MeterRows()...)
+	cp, err := netpol.ClusterRows(netpol.ControlPlane{Addresses: []netip.Prefix{netip.MustParsePrefix("192.0.2.20/32")}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows = append(rows, cp...)
 
 	node, err := topology.NodeRows(cfg, topology.Node{
 		Name:   "node1",

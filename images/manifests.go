@@ -81,7 +81,8 @@ func Objects(names ...string) ([]*unstructured.Unstructured, error) {
 }
 
 // RBACObjects returns what the components need to authenticate and be authorized: the
-// Namespace, ServiceAccounts, Roles, ClusterRoles and their bindings.
+// Namespace, ServiceAccounts, Roles, ClusterRoles and their bindings, and the admission
+// policy that narrows what a node agent may write.
 func RBACObjects() ([]*unstructured.Unstructured, error) {
 	all, err := Objects()
 	if err != nil {
@@ -90,7 +91,8 @@ func RBACObjects() ([]*unstructured.Unstructured, error) {
 	var objs []*unstructured.Unstructured
 	for _, o := range all {
 		switch o.GetKind() {
-		case "Namespace", "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding":
+		case "Namespace", "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding",
+			"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
 			objs = append(objs, o)
 		}
 	}

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"net/netip"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -26,7 +28,11 @@ type Config struct {
 	// (svcmodel.ExternalIPPolicy).
 	ServiceCIDRs       []netip.Prefix
 	AllowedExternalIPs []netip.Prefix
-	LeaderElect        bool
+	// ControlPlaneAddresses and ControlPlanePorts are where OVN central listens, which pods
+	// may not reach unless a NetworkPolicy allows it.
+	ControlPlaneAddresses []netip.Prefix
+	ControlPlanePorts     []uint16
+	LeaderElect           bool
 	// LeaderElectNamespace and LeaderElectName name the coordination.k8s.io Lease the
 	// masters compete for.
 	LeaderElectNamespace string
@@ -35,6 +41,8 @@ type Config struct {
 	KubeAPIQPS           int
 	KubeAPIBurst         int
 	Workers              int
+	SyncTimeout          time.Duration // longest sync of one key
+	NBInactivityProbe    time.Duration // NB silence before an echo, and the echo's deadline
 	Verbosity            int
 	// GCPercent is the garbage collector's target percentage; 0 leaves the runtime's default
 	// (or $GOGC).
@@ -57,11 +65,15 @@ func flags() []cli.Flag {
 		cliapp.String(contract.FlagJoinSubnet, contract.DefaultJoinSubnet, "subnet linking the cluster router to the gateway routers; must overlap neither the cluster CIDR nor the Service range (what every ovnt-node is given)"),
 		cliapp.String(contract.FlagServiceCIDR, "10.96.0.0/16", "service address ranges, comma separated: no Service may claim an external IP in them (what every ovnt-node is given)"),
 		cliapp.String(contract.FlagAllowedExternalIPCIDRs, "", "ranges Services may claim as externalIPs or LoadBalancer ingress IPs, comma separated; empty allows none. Node addresses and the cluster, service and join ranges are refused even inside them (what every ovnt-node is given)"),
+		cliapp.String(flagControlPlaneAddresses, "", "OVN central's addresses (IPv4 addresses or CIDRs, comma separated): pods may not open connections to their --control-plane-ports unless a NetworkPolicy allows it; empty: no such rule"),
+		cliapp.String(flagControlPlanePorts, "6641,6642,6643,6644", "TCP ports of --control-plane-addresses closed to pods: OVN Northbound, Southbound and their RAFT ports"),
 		cliapp.Bool("leader-elect", true, "run leader election so that only one of several masters writes"),
 		cliapp.String("leader-elect-namespace", "kube-system", "namespace of the leader election Lease"),
 		cliapp.String("leader-elect-name", "ovnt-master", "name of the leader election Lease"),
 		cliapp.Duration("resync-period", 10*time.Minute, "full reconcile period of every controller (0 disables it)"),
 		cliapp.Int("workers", 4, "objects synced in parallel"),
+		cliapp.Duration("sync-timeout", 30*time.Second, "longest sync of one object, its NB transaction included; a longer one is retried"),
+		cliapp.Duration("nb-inactivity-probe", 10*time.Second, "silence on the NB connection after which the master sends an echo, and the time it waits for the reply before it reconnects"),
 		cliapp.Int("kube-api-qps", 100, "sustained requests per second to the API server (each new pod costs one)"),
 		cliapp.Int("kube-api-burst", 200, "short bursts of requests to the API server above --kube-api-qps"),
 		cliapp.Int("gc-percent", 50, "the Go garbage collector's target: the heap may grow this many percent over the live heap before a collection (0: Go's default, or $GOGC)"),
@@ -86,6 +98,8 @@ func configFrom(c *cli.Context) (Config, error) {
 		LeaderElectName:      c.String("leader-elect-name"),
 		ResyncPeriod:         c.Duration("resync-period"),
 		Workers:              c.Int("workers"),
+		SyncTimeout:          c.Duration("sync-timeout"),
+		NBInactivityProbe:    c.Duration("nb-inactivity-probe"),
 		KubeAPIQPS:           c.Int("kube-api-qps"),
 		KubeAPIBurst:         c.Int("kube-api-burst"),
 		Verbosity:            c.Int("log-level"),
@@ -100,6 +114,12 @@ func configFrom(c *cli.Context) (Config, error) {
 	}
 	cfg.ServiceCIDRs = nets.ServiceCIDRs
 	if cfg.AllowedExternalIPs, err = contract.ParseExternalIPCIDRs(c.String(contract.FlagAllowedExternalIPCIDRs)); err != nil {
+		return Config{}, err
+	}
+	if cfg.ControlPlaneAddresses, err = parseControlPlaneAddresses(c.String(flagControlPlaneAddresses)); err != nil {
+		return Config{}, err
+	}
+	if cfg.ControlPlanePorts, err = parsePorts(flagControlPlanePorts, c.String(flagControlPlanePorts)); err != nil {
 		return Config{}, err
 	}
 	if len(nets.ClusterCIDRs) != 1 {
@@ -138,8 +158,63 @@ func (c Config) validate() error {
 	if c.ResyncPeriod < 0 || c.Workers < 1 {
 		return fmt.Errorf("--resync-period must not be negative and --workers must be at least 1")
 	}
+	if c.SyncTimeout <= 0 || c.NBInactivityProbe <= 0 {
+		return fmt.Errorf("--sync-timeout and --nb-inactivity-probe must be positive")
+	}
 	if c.ClusterCIDR.Overlaps(c.JoinSubnet) {
 		return fmt.Errorf("--%s %s overlaps --join-subnet %s", contract.FlagClusterCIDR, c.ClusterCIDR, c.JoinSubnet)
 	}
 	return nil
+}
+
+const (
+	flagControlPlaneAddresses = "control-plane-addresses"
+	flagControlPlanePorts     = "control-plane-ports"
+)
+
+// parseControlPlaneAddresses parses --control-plane-addresses: IPv4 addresses (a /32 each)
+// or canonical prefixes, comma separated, possibly none.
+func parseControlPlaneAddresses(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(f)
+		if !strings.Contains(f, "/") {
+			var a netip.Addr
+			a, err = netip.ParseAddr(f)
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("--%s: %w", flagControlPlaneAddresses, err)
+		case !p.Addr().Is4():
+			return nil, fmt.Errorf("--%s %s: only IPv4 is supported", flagControlPlaneAddresses, f)
+		case p.Masked() != p:
+			return nil, fmt.Errorf("--%s %s: host bits set (did you mean %s?)", flagControlPlaneAddresses, f, p.Masked())
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// parsePorts parses a comma-separated list of TCP ports, at least one.
+func parsePorts(flag, s string) ([]uint16, error) {
+	var out []uint16
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.ParseUint(f, 10, 16)
+		if err != nil || n == 0 {
+			return nil, fmt.Errorf("--%s %q: not a port", flag, f)
+		}
+		out = append(out, uint16(n))
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--%s is empty", flag)
+	}
+	return out, nil
 }

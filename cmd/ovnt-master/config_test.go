@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/cliapp/cliapptest"
 )
@@ -58,6 +60,11 @@ func TestConfigRejectsBadInput(t *testing.T) {
 		{[]string{"--cluster-cidr", "10.244.0.0/16,10.245.0.0/16"}, "one prefix"},
 		{[]string{"--service-cidr", "10.244.0.0/20"}, "overlaps"},
 		{[]string{"--allowed-external-ip-cidrs", "192.0.2.0/33"}, "allowed-external-ip-cidrs"},
+		{[]string{"--control-plane-addresses", "192.0.2.20/24"}, "host bits set"},
+		{[]string{"--control-plane-addresses", "2001:db8::1"}, "only IPv4"},
+		{[]string{"--control-plane-addresses", "central"}, "control-plane-addresses"},
+		{[]string{"--control-plane-ports", "6641,70000"}, "not a port"},
+		{[]string{"--control-plane-ports", ""}, "control-plane-ports is empty"},
 		{[]string{"--allowed-external-ip-cidrs", "fd00::/64"}, "IPv4"},
 		{[]string{"--node-subnet-prefix", "16"}, "node-subnet-prefix"},
 		{[]string{"--node-subnet-prefix", "31"}, "node-subnet-prefix"},
@@ -69,6 +76,8 @@ func TestConfigRejectsBadInput(t *testing.T) {
 		{[]string{"--join-subnet", "100.64.0.0/31"}, "join-subnet"},
 		{[]string{"--leader-elect-name", ""}, "leader-elect"},
 		{[]string{"--workers", "0"}, "workers"},
+		{[]string{"--sync-timeout", "0s"}, "sync-timeout"},
+		{[]string{"--nb-inactivity-probe", "-1s"}, "nb-inactivity-probe"},
 	} {
 		_, err := parse(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -85,7 +94,8 @@ func TestConfigLeaderElectionAndLogging(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !cfg.LeaderElect || cfg.LeaderElectNamespace != "ovn-transparent" || cfg.LeaderElectName != "m" || cfg.Verbosity != 2 || cfg.Workers != 4 {
+	if !cfg.LeaderElect || cfg.LeaderElectNamespace != "ovn-transparent" || cfg.LeaderElectName != "m" || cfg.Verbosity != 2 || cfg.Workers != 4 ||
+		cfg.SyncTimeout != 30*time.Second || cfg.NBInactivityProbe != 10*time.Second {
 		t.Errorf("%+v", cfg)
 	}
 	if _, err := parse(t, "--leader-elect=false", "--leader-elect-name", ""); err != nil {
@@ -113,5 +123,22 @@ func TestConfigNBTLS(t *testing.T) {
 	}
 	if cfg.NBClientCert != "/pki/c.pem" || cfg.NBClientKey != "/pki/k.pem" || cfg.NBCACert != "/pki/ca.pem" || cfg.NBServerName != "ovn-central" {
 		t.Errorf("%+v", cfg)
+	}
+}
+
+func TestConfigControlPlane(t *testing.T) {
+	cfg, err := parse(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.ControlPlaneAddresses) != 0 || fmt.Sprint(cfg.ControlPlanePorts) != "[6641 6642 6643 6644]" {
+		t.Errorf("defaults: addresses %v ports %v", cfg.ControlPlaneAddresses, cfg.ControlPlanePorts)
+	}
+	cfg, err = parse(t, "--control-plane-addresses", "192.0.2.20, 198.51.100.0/28", "--control-plane-ports", "6641,6642")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(cfg.ControlPlaneAddresses) != "[192.0.2.20/32 198.51.100.0/28]" || fmt.Sprint(cfg.ControlPlanePorts) != "[6641 6642]" {
+		t.Errorf("addresses %v ports %v", cfg.ControlPlaneAddresses, cfg.ControlPlanePorts)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/ovn-transparent/ovn-transparent/internal/ovsdb"
 	"github.com/ovn-transparent/ovn-transparent/master/controller"
 	"github.com/ovn-transparent/ovn-transparent/master/nb"
+	"github.com/ovn-transparent/ovn-transparent/master/netpol"
 )
 
 // setUpLogging sends klog (which client-go and the controllers use) to standard error at
@@ -53,6 +54,7 @@ func runMaster(ctx context.Context, cfg Config, log logr.Logger) error {
 		CertificateFile: cfg.NBClientCert,
 		CACertFile:      cfg.NBCACert,
 		ServerName:      cfg.NBServerName,
+		InactivityProbe: cfg.NBInactivityProbe,
 		Logger:          log.WithName("nb"),
 	})
 	if err != nil {
@@ -67,9 +69,11 @@ func runMaster(ctx context.Context, cfg Config, log logr.Logger) error {
 		JoinSubnet:     cfg.JoinSubnet,
 		ResyncPeriod:   cfg.ResyncPeriod,
 		Workers:        cfg.Workers,
+		SyncTimeout:    cfg.SyncTimeout,
 
 		ServiceCIDRs:       cfg.ServiceCIDRs,
 		AllowedExternalIPs: cfg.AllowedExternalIPs,
+		ControlPlane:       netpol.ControlPlane{Addresses: cfg.ControlPlaneAddresses, Ports: cfg.ControlPlanePorts},
 	}, kube, nbc, recorder, log)
 	if err != nil {
 		return err

@@ -46,6 +46,11 @@ import (
 // Config.ReconnectTimeout is zero.
 const DefaultReconnectTimeout = 30 * time.Second
 
+// DefaultInactivityProbe is how long a connection may carry nothing before the client sends
+// an echo, and then how long it waits for the reply before it drops the connection and
+// reconnects, when Config.InactivityProbe is zero.
+const DefaultInactivityProbe = 10 * time.Second
+
 // Config says where the database is and what the component needs from it.
 type Config struct {
 	// Remotes lists the servers the way ovn-nbctl's --db does: "unix:PATH", "tcp:HOST:PORT"
@@ -70,6 +75,13 @@ type Config struct {
 	// ReconnectTimeout bounds one connection attempt, including the initial monitor reply
 	// that carries every monitored row. Zero means DefaultReconnectTimeout.
 	ReconnectTimeout time.Duration
+
+	// InactivityProbe is how long the connection may be silent before the client sends an
+	// echo; an echo not answered within the same time drops the connection, and the client
+	// reconnects. Without it a server that hangs, or a peer lost behind a half-open TCP
+	// connection, would hold every transaction until TCP gives up (up to about 15
+	// minutes). Zero means DefaultInactivityProbe; negative turns the probe off.
+	InactivityProbe time.Duration
 
 	// AllowFollower lets the client stay on a cluster member that is not the RAFT leader.
 	// By default (false) the client connects only to the leader and moves to the new leader
@@ -128,7 +140,14 @@ func New(ctx context.Context, dbModel model.ClientDBModel, cfg Config) (client.C
 	opts := []client.Option{
 		client.WithLogger(&libovsdbLogger),
 		client.WithLeaderOnly(!cfg.AllowFollower),
-		client.WithReconnect(timeout, newBackoff()),
+	}
+	switch probe := cfg.InactivityProbe; {
+	case probe < 0:
+		opts = append(opts, client.WithReconnect(timeout, newBackoff()))
+	case probe == 0:
+		opts = append(opts, client.WithInactivityCheck(DefaultInactivityProbe, timeout, newBackoff()))
+	default:
+		opts = append(opts, client.WithInactivityCheck(probe, timeout, newBackoff()))
 	}
 	for _, r := range remotes {
 		opts = append(opts, client.WithEndpoint(r))

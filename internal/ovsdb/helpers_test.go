@@ -224,6 +224,20 @@ func (s *server) stop() {
 	}
 }
 
+// signal sends sig to the running server and does not wait.
+func (s *server) signal(sig syscall.Signal) {
+	s.t.Helper()
+	s.mu.Lock()
+	cmd := s.cmd
+	s.mu.Unlock()
+	if cmd == nil {
+		s.t.Fatal("signal: the server is not running")
+	}
+	if err := cmd.Process.Signal(sig); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
 func (s *server) signalAndWait(sig syscall.Signal, wait time.Duration) bool {
 	s.mu.Lock()
 	cmd, done := s.cmd, s.done

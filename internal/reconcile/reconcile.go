@@ -37,6 +37,11 @@ type Options struct {
 	// QPS and Burst bound how fast retried keys come back overall; zero means 100 and 500.
 	QPS   float64
 	Burst int
+	// SyncTimeout bounds one sync: its context ends after this long, and a sync that has
+	// not finished by then is retried like a failed one. Without it a database that stops
+	// answering holds a worker as long as the connection lasts, and all workers soon.
+	// Zero means no bound.
+	SyncTimeout time.Duration
 }
 
 // Loop is a typed work queue with its workers.
@@ -45,6 +50,7 @@ type Loop[K comparable] struct {
 	sync    SyncFunc[K]
 	log     logr.Logger
 	workers int
+	timeout time.Duration
 	queue   workqueue.TypedRateLimitingInterface[K]
 }
 
@@ -72,7 +78,7 @@ func New[K comparable](name string, sync SyncFunc[K], log logr.Logger, o Options
 		&workqueue.TypedBucketRateLimiter[K]{Limiter: rate.NewLimiter(rate.Limit(o.QPS), o.Burst)},
 	)
 	return &Loop[K]{
-		name: name, sync: sync, log: log.WithValues("loop", name), workers: o.Workers,
+		name: name, sync: sync, log: log.WithValues("loop", name), workers: o.Workers, timeout: o.SyncTimeout,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(limiter,
 			workqueue.TypedRateLimitingQueueConfig[K]{Name: name}),
 	}
@@ -117,7 +123,7 @@ func (l *Loop[K]) next(ctx context.Context) bool {
 		return false
 	}
 	start := time.Now()
-	err := l.sync(ctx, key)
+	err := l.syncOne(ctx, key)
 	if err == nil {
 		l.queue.Forget(key)
 		l.log.V(4).Info("Synced", "key", fmt.Sprint(key), "took", time.Since(start))
@@ -132,4 +138,14 @@ func (l *Loop[K]) next(ctx context.Context) bool {
 	}
 	l.queue.AddRateLimited(key)
 	return true
+}
+
+// syncOne calls sync for key, within the loop's sync timeout if it has one.
+func (l *Loop[K]) syncOne(ctx context.Context, key K) error {
+	if l.timeout <= 0 {
+		return l.sync(ctx, key)
+	}
+	ctx, cancel := context.WithTimeout(ctx, l.timeout)
+	defer cancel()
+	return l.sync(ctx, key)
 }

@@ -91,3 +91,42 @@ func TestStripManagedFields(t *testing.T) {
 		t.Errorf("StripManagedFields(string) = %v, %v", out, err)
 	}
 }
+
+// TestLoopBoundsASync: a sync that would wait forever (a database that stopped answering)
+// is ended by the loop's SyncTimeout and retried, and the other keys go on meanwhile.
+func TestLoopBoundsASync(t *testing.T) {
+	var mu sync.Mutex
+	calls := map[string]int{}
+	done := make(chan struct{})
+	sync := func(ctx context.Context, key string) error {
+		mu.Lock()
+		calls[key]++
+		n := calls[key]
+		mu.Unlock()
+		if key == "hangs" && n == 1 {
+			<-ctx.Done() // only the loop's deadline can end this
+			return ctx.Err()
+		}
+		if key == "hangs" {
+			close(done)
+		}
+		return nil
+	}
+	l := New("test", sync, testr.New(t), Options{Workers: 1, MinRetry: time.Millisecond, SyncTimeout: 50 * time.Millisecond})
+	l.Add("hangs")
+	l.Add("other")
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { l.Run(ctx); close(ran) }()
+	defer func() { cancel(); <-ran }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the hung sync was never ended and retried")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if calls["other"] != 1 {
+		t.Errorf("the other key was synced %d times, want 1", calls["other"])
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/ovn-transparent/ovn-transparent/master/nb"
 	"github.com/ovn-transparent/ovn-transparent/master/netpol"
 	"github.com/ovn-transparent/ovn-transparent/master/topology"
+	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
 )
 
 // clusterReconciler converges the one Cluster key: the shared topology (cluster router, join
@@ -29,10 +30,18 @@ func (r clusterReconciler) desired(ctx context.Context, key string) (desire, err
 		return desire{}, fmt.Errorf("list nodes: %w", err)
 	}
 	var refs []nb.ID
+	var mgmtPorts []string
 	for _, n := range nodes {
 		rows, err := r.view.Owned(ctx, nb.Key{Kind: nb.Node, Name: n.Name})
 		if err != nil {
 			return desire{}, fmt.Errorf("rows of node %s: %w", n.Name, err)
+		}
+		for _, m := range rows {
+			if lsp, ok := m.(*nbdb.LogicalSwitchPort); ok {
+				if id, ok := nb.IDOf(m); ok && id.Role == nb.ManagementPort {
+					mgmtPorts = append(mgmtPorts, lsp.UUID)
+				}
+			}
 		}
 		for _, role := range []nb.Role{nb.NodeSwitch, nb.GatewayRouter} {
 			id := nb.NewID(nb.Node, n.Name, role)
@@ -46,5 +55,11 @@ func (r clusterReconciler) desired(ctx context.Context, key string) (desire, err
 	}
 	rows := append(topology.Cluster(r.topo), topology.ClusterLBGroup(refs))
 	// The ACL log meter is the cluster's too: every namespace's logged ACLs name it.
-	return desire{rows: append(rows, netpol.MeterRows()...)}, nil
+	rows = append(rows, netpol.MeterRows()...)
+	// And the rules every node switch has, whatever the policies.
+	cp, err := netpol.ClusterRows(r.cfg.ControlPlane, mgmtPorts)
+	if err != nil {
+		return desire{}, err
+	}
+	return desire{rows: append(rows, cp...)}, nil
 }

@@ -18,10 +18,13 @@ import (
 // Reasons of the Events the master records. Each one is a Warning about input the master
 // cannot use; it keeps serving everything else.
 const (
-	ReasonSubnetExhausted     = "SubnetExhausted"    // Node: no free node subnet in the cluster CIDR
-	ReasonInvalidNodeSubnet   = "InvalidNodeSubnet"  // Node: subnet annotation unusable, replaced
-	ReasonInvalidChassis      = "InvalidNodeChassis" // Node: node-chassis annotation unusable, no gateway
-	ReasonJoinExhausted       = "JoinSubnetExhausted"
+	ReasonSubnetExhausted   = "SubnetExhausted"    // Node: no free node subnet in the cluster CIDR
+	ReasonInvalidNodeSubnet = "InvalidNodeSubnet"  // Node: subnet annotation unusable, replaced
+	ReasonInvalidChassis    = "InvalidNodeChassis" // Node: node-chassis annotation unusable, no gateway
+	ReasonJoinExhausted     = "JoinSubnetExhausted"
+	// ReasonChassisInUse is on a Node whose chassis annotation names a chassis that carries
+	// another node's gateway router: the router stays where it was.
+	ReasonChassisInUse        = "NodeChassisInUse"
 	ReasonUnknownNode         = "UnknownNode"       // Pod: bound to a node that does not exist
 	ReasonNodeWithoutSubnet   = "NodeWithoutSubnet" // Pod: its node has no subnet
 	ReasonInvalidPodNetwork   = "InvalidPodNetwork" // Pod: pod-network annotation unparsable, replaced

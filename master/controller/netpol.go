@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 
 	"github.com/ovn-org/libovsdb/client"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
+	"github.com/ovn-transparent/ovn-transparent/internal/svcmodel"
 	"github.com/ovn-transparent/ovn-transparent/master/nb"
 	"github.com/ovn-transparent/ovn-transparent/master/netpol"
 	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
@@ -122,7 +124,59 @@ func newNetpolReconcilers(s *shared, nbc client.Client, w *watcher) (*policyReco
 	if err != nil {
 		return nil, nil, fmt.Errorf("controller: pod handler for policies: %w", err)
 	}
+	// A node's addresses are left out of every ingress ipBlock: a change resyncs the
+	// policies that have one.
+	nodeIPsChanged := func(old, cur *corev1.Node) {
+		var o, c []*corev1.Node
+		if old != nil {
+			o = []*corev1.Node{old}
+		}
+		if cur != nil {
+			c = []*corev1.Node{cur}
+		}
+		if !slices.Equal(svcmodel.NodeIPs(o), svcmodel.NodeIPs(c)) {
+			w.add(st.ipBlockPolicies()...)
+		}
+	}
+	err = w.handle(w.factory.Core().V1().Nodes().Informer(), cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { nodeIPsChanged(nil, obj.(*corev1.Node)) },
+		UpdateFunc: func(old, cur any) { nodeIPsChanged(old.(*corev1.Node), cur.(*corev1.Node)) },
+		DeleteFunc: func(obj any) {
+			if n, ok := unwrapTombstone(obj).(*corev1.Node); ok {
+				nodeIPsChanged(n, nil)
+			}
+		},
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("controller: node handler for policies: %w", err)
+	}
 	return &policyReconciler{st}, &peerReconciler{st}, nil
+}
+
+// ipBlockPolicies returns the keys of the policies with an ingress ipBlock.
+func (st *netpolState) ipBlockPolicies() []nb.Key {
+	pols, err := st.policies.List(labels.Everything())
+	if err != nil {
+		st.log.Error(err, "Listing the policies whose ipBlocks a node's addresses change; the periodic resync syncs them")
+	}
+	var keys []nb.Key
+	for _, p := range pols {
+		if hasIngressIPBlock(p) {
+			keys = append(keys, policyKey(netpol.PolicyName(p)))
+		}
+	}
+	return keys
+}
+
+func hasIngressIPBlock(p *networkingv1.NetworkPolicy) bool {
+	for _, r := range p.Spec.Ingress {
+		for _, pe := range r.From {
+			if pe.IPBlock != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // namespaceChanged returns the keys a namespace's labels and logging annotation feed: the
@@ -415,13 +469,22 @@ func (r *policyReconciler) translate(ctx context.Context, pol *networkingv1.Netw
 	if err != nil {
 		return netpol.Output{}, err
 	}
+	// The nodes' addresses, which an ingress ipBlock leaves out (netpol.Input.NodeIPs).
+	nodes, err := r.nodes.List(labels.Everything())
+	if err != nil {
+		return netpol.Output{}, fmt.Errorf("list nodes: %w", err)
+	}
+	nodeIPs := svcmodel.NodeIPs(nodes)
 	out, err := netpol.Translate(netpol.Input{
 		Policy:     pol,
 		Pods:       pods,
 		Logging:    logging,
 		Management: r.mgmtMatch,
-		PeerPods:   func(p netpol.Peer) ([]netpol.Pod, error) { return r.peerPods(ctx, p) },
-		AllPods:    func() ([]netpol.Pod, error) { return r.allPods(ctx) },
+		// Cluster-internal sources that are not pods: never "outside" for an ipBlock.
+		Internal: []netip.Prefix{r.cfg.JoinSubnet},
+		NodeIPs:  nodeIPs,
+		PeerPods: func(p netpol.Peer) ([]netpol.Pod, error) { return r.peerPods(ctx, p) },
+		AllPods:  func() ([]netpol.Pod, error) { return r.allPods(ctx) },
 	})
 	if _, unread := errors.AsType[*netpol.ReadError](err); unread {
 		return netpol.Output{}, fmt.Errorf("policy %s: %w", netpol.PolicyName(pol), err)

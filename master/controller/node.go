@@ -87,8 +87,10 @@ func (r *nodeReconciler) changed(name string, plan *nb.Plan) ([]nb.Key, error) {
 		keys = append(keys, pods...)
 		errs = append(errs, err)
 	}
-	if switchCreated || slices.Contains(plan.Created, nb.NewID(nb.Node, name, nb.GatewayRouter)) {
-		// The cluster load balancer group must hang on the new switch or router.
+	if switchCreated || slices.Contains(plan.Created, nb.NewID(nb.Node, name, nb.GatewayRouter)) ||
+		slices.Contains(plan.Created, nb.NewID(nb.Node, name, nb.ManagementPort)) {
+		// The cluster load balancer group must hang on the new switch or router, and the
+		// group of node switches hold the new management port.
 		keys = append(keys, nb.Key{Kind: nb.Cluster, Name: nb.ClusterName})
 	}
 	if !plan.Empty() {
@@ -110,6 +112,7 @@ func (r *nodeReconciler) deleted(name string, plan *nb.Plan) ([]nb.Key, error) {
 		keys = append(keys, svcs...)
 		errs = append(errs, err)
 	}
+	r.chassis.release(name)
 	if freed, ok := r.ipam.ReleaseNode(name); ok {
 		r.log.Info("Node deleted, subnet freed", "node", name, "subnet", freed)
 		// A node that found the cluster CIDR full may fit now.
@@ -141,11 +144,16 @@ func (s *shared) podsOn(node string) ([]nb.Key, error) {
 	return keys, nil
 }
 
-// nodeSubnet returns node's subnet: the one it holds, else the one its annotation or its NB
-// switch remembers (a node re-joining under its name gets its subnet back), else a new one.
+// nodeSubnet returns node's subnet: the one it holds, else the one its NB switch or its
+// annotation remembers (a node re-joining under its name gets its subnet back), else a new one.
 // ok is false when the node cannot have one; an Event says why.
 func (r *nodeReconciler) nodeSubnet(ctx context.Context, node *corev1.Node) (netip.Prefix, bool) {
 	if p, ok := r.ipam.NodeSubnet(node.Name); ok {
+		return p, true
+	}
+	// The NB switch before the annotation: the master's own record before a copy a node
+	// agent can write.
+	if p, ok := r.rememberedSubnet(ctx, node.Name); ok && r.ipam.ReserveNodeSubnet(node.Name, p) == nil {
 		return p, true
 	}
 	if s, has := node.Annotations[contract.NodeSubnetKey]; has {
@@ -157,9 +165,6 @@ func (r *nodeReconciler) nodeSubnet(ctx context.Context, node *corev1.Node) (net
 			return p, true
 		}
 		r.warn(node, ReasonInvalidNodeSubnet, "subnet annotation %q cannot be used (%v); the node gets another subnet", s, err)
-	}
-	if p, ok := r.rememberedSubnet(ctx, node.Name); ok && r.ipam.ReserveNodeSubnet(node.Name, p) == nil {
-		return p, true
 	}
 	p, err := r.ipam.AllocateNodeSubnet(node.Name)
 	if err != nil {
@@ -231,6 +236,16 @@ func (r *nodeReconciler) nodeGateway(node *corev1.Node) *topology.Gateway {
 	if err != nil {
 		r.warn(node, ReasonInvalidChassis, "no gateway router for this node: %v", err)
 		return nil
+	}
+	if owner := r.chassis.claim(node.Name, gw.ChassisID); owner != node.Name {
+		// Never on a node's word alone: keep the router on the chassis it has.
+		prev, ok := r.chassis.held(node.Name)
+		if !ok {
+			r.warn(node, ReasonChassisInUse, "chassis %q carries node %s's gateway router; no gateway router for this node", gw.ChassisID, owner)
+			return nil
+		}
+		r.warn(node, ReasonChassisInUse, "chassis %q carries node %s's gateway router; this node's stays on %q", gw.ChassisID, owner, prev)
+		gw.ChassisID = prev
 	}
 	return gw
 }

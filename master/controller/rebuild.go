@@ -18,33 +18,44 @@ import (
 
 // rebuild restores the allocations from their durable records before anything is
 // allocated, so that no subnet or address is handed out twice across master restarts:
-// node subnets from the Node annotations (else from the NB switch's other_config:subnet),
-// gateway join addresses from the NB, pod addresses from the pod ports in NB and then from the
-// annotations of the pods that have none. Conflicts are left for the syncs, which report them
-// as Events.
+// node subnets from the NB switches' other_config:subnet (else from the Node annotations),
+// gateway join addresses and chassis bindings from the NB, pod addresses from the pod ports
+// in NB and then from the annotations of the pods that have none. Conflicts are left for the
+// syncs, which report them as Events.
 func (c *Controller) rebuild(ctx context.Context) error {
 	nodes, err := c.nodes.List(labels.Everything())
 	if err != nil {
 		return err
 	}
 	slices.SortFunc(nodes, func(a, b *corev1.Node) int { return cmp.Compare(a.Name, b.Name) })
+	// The switches first: the NB is the master's own record, which nobody else writes; an
+	// annotation on a Node is only a copy, which a node agent may have rewritten (to another
+	// node's subnet, say). A subnet two annotations name goes to the node whose switch has it.
 	for _, n := range nodes {
-		p, err := contract.ParseNodeSubnet(n.Annotations[contract.NodeSubnetKey])
-		if err == nil {
-			err = c.ipam.ReserveNodeSubnet(n.Name, p)
-		}
-		if err != nil && n.Annotations[contract.NodeSubnetKey] != "" {
-			c.log.V(2).Info("Node subnet annotation not kept", "node", n.Name, "err", err)
+		if p, ok := c.rememberedSubnet(ctx, n.Name); ok {
+			if err := c.ipam.ReserveNodeSubnet(n.Name, p); err != nil {
+				c.log.V(2).Info("Node subnet of the NB switch not kept", "node", n.Name, "subnet", p, "err", err)
+			}
 		}
 	}
-	// Only after every annotation: an annotation wins over a switch that remembers the same subnet.
 	for _, n := range nodes {
 		if _, ok := c.ipam.NodeSubnet(n.Name); ok {
 			continue
 		}
-		if p, ok := c.rememberedSubnet(ctx, n.Name); ok {
-			if err := c.ipam.ReserveNodeSubnet(n.Name, p); err == nil {
-				c.log.Info("Node subnet restored from its NB switch", "node", n.Name, "subnet", p)
+		p, err := contract.ParseNodeSubnet(n.Annotations[contract.NodeSubnetKey])
+		if err == nil {
+			err = c.ipam.ReserveNodeSubnet(n.Name, p)
+		}
+		if err == nil {
+			c.log.Info("Node subnet restored from its annotation", "node", n.Name, "subnet", p)
+		} else if n.Annotations[contract.NodeSubnetKey] != "" {
+			c.log.V(2).Info("Node subnet annotation not kept", "node", n.Name, "err", err)
+		}
+	}
+	for _, n := range nodes {
+		if gr, ok := nodeRow[*nbdb.LogicalRouter](ctx, c.view, n.Name, nb.GatewayRouter); ok && gr.Options["chassis"] != "" {
+			if owner := c.chassis.claim(n.Name, gr.Options["chassis"]); owner != n.Name {
+				c.log.Info("Two gateway routers on one chassis in NB; the first node keeps it", "chassis", gr.Options["chassis"], "node", n.Name, "owner", owner)
 			}
 		}
 	}

@@ -105,6 +105,43 @@ func TestRebuildBeforeAllocating(t *testing.T) {
 	}
 }
 
+// TestRebuildSubnetClaimedByTwoNodes (security audit H4): a node agent that rewrote its
+// Node's subnet annotation to another node's subnet does not get it at the next master
+// start (where the first name used to win): each node gets the subnet its NB switch has.
+func TestRebuildSubnetClaimedByTwoNodes(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	annotated := func(name, subnet string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{contract.NodeSubnetKey: subnet}}}
+	}
+	objs := []runtime.Object{
+		annotated("a-forger", "10.244.7.0/24"), // sorts first; its switch has 10.244.3.0/24
+		annotated("b", "10.244.7.0/24"),
+	}
+	c, err := New(testConfig("10.244.0.0/16"), fake.NewClientset(objs...), nil, record.NewFakeRecorder(10), logr.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw := func(node, subnet string) *nbdb.LogicalSwitch {
+		return &nbdb.LogicalSwitch{UUID: "u-" + node, Name: node, OtherConfig: map[string]string{"subnet": subnet},
+			ExternalIDs: nb.NewID(nb.Node, node, nb.NodeSwitch).ExternalIDs()}
+	}
+	c.view = rowsView{sw("a-forger", "10.244.3.0/24"), sw("b", "10.244.7.0/24")}
+	c.factory.Start(ctx.Done())
+	defer func() { cancel(); c.factory.Shutdown() }()
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		t.Fatal("informers did not sync")
+	}
+	if err := c.rebuild(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for node, want := range map[string]string{"a-forger": "10.244.3.0/24", "b": "10.244.7.0/24"} {
+		if got, ok := c.ipam.NodeSubnet(node); !ok || got.String() != want {
+			t.Errorf("%s: subnet %v (held %v), want %s, its NB switch's", node, got, ok, want)
+		}
+	}
+}
+
 // TestRebuildKeepsOrphanPortAddresses: a pod deleted (or finished) while no master ran still
 // has its port in NB; its address stays taken until that port is deleted, so a new pod can
 // never share a MAC and IP with a port that still exists.

@@ -81,6 +81,7 @@ type shared struct {
 	kube     kubernetes.Interface
 	view     nbView
 	ipam     *ipam.State
+	chassis  *chassisClaims // which node's gateway router each chassis carries
 	log      klog.Logger
 	recorder record.EventRecorder
 

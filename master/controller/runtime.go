@@ -17,6 +17,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -38,6 +39,7 @@ import (
 	"github.com/ovn-transparent/ovn-transparent/internal/reconcile"
 	"github.com/ovn-transparent/ovn-transparent/master/ipam"
 	"github.com/ovn-transparent/ovn-transparent/master/nb"
+	"github.com/ovn-transparent/ovn-transparent/master/netpol"
 	"github.com/ovn-transparent/ovn-transparent/master/topology"
 	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
 )
@@ -53,12 +55,22 @@ type Config struct {
 	// AllowedExternalIPs are the ranges Services may claim as externalIPs or load balancer
 	// ingress IPs (svcmodel.ExternalIPPolicy); none allows none.
 	AllowedExternalIPs []netip.Prefix
+	// ControlPlane is where OVN central listens: pods may not connect there unless a
+	// NetworkPolicy allows it (netpol.ClusterRows). No address: no rule.
+	ControlPlane netpol.ControlPlane
 	// ResyncPeriod is how often every key is synced again, whatever the events said.
 	// Zero disables the periodic resync.
 	ResyncPeriod time.Duration
 	// Workers is the number of keys synced in parallel; zero means 4.
 	Workers int
+	// SyncTimeout bounds the sync of one key (its NB transaction included); a sync that
+	// takes longer is retried. Zero means DefaultSyncTimeout.
+	SyncTimeout time.Duration
 }
+
+// DefaultSyncTimeout is Config.SyncTimeout's default: far above any sync's cost, so that
+// it only ends syncs stuck on an NB that stopped answering.
+const DefaultSyncTimeout = 30 * time.Second
 
 // Controller is the runtime: one informer factory, one work queue of owner keys for every
 // kind, the NB cache handler, the periodic resync and the start-up batch.
@@ -99,6 +111,9 @@ func New(cfg Config, kube kubernetes.Interface, nbc client.Client, recorder reco
 		// first, and at least every 30 s.
 		MinRetry: 20 * time.Millisecond, MaxRetry: 30 * time.Second,
 		QPS: 100, Burst: 500,
+		// An NB that stops answering must not hold the workers (audit M4); the NB
+		// client's inactivity probe then reconnects.
+		SyncTimeout: cmp.Or(cfg.SyncTimeout, DefaultSyncTimeout),
 	})
 	podInf := c.factory.Core().V1().Pods().Informer()
 	if err := podInf.AddIndexers(cache.Indexers{podsByNode: func(obj any) ([]string, error) {
@@ -115,6 +130,7 @@ func New(cfg Config, kube kubernetes.Interface, nbc client.Client, recorder reco
 		kube:       kube,
 		view:       nb.NewCacheView(nbc),
 		ipam:       state,
+		chassis:    newChassisClaims(),
 		log:        log,
 		recorder:   recorder,
 		nodes:      c.factory.Core().V1().Nodes().Lister(),

@@ -58,6 +58,11 @@ const (
 	// The meter that rate-limits the log messages of logged ACLs, and its band.
 	ACLLogMeter     Role = "acl-log-meter"
 	ACLLogMeterBand Role = "acl-log-meter-band"
+	// NodeSwitches is a port group of one port (the management port) of every node switch:
+	// what cluster-wide ACLs hang on, since an ACL of a port group applies on every switch
+	// the group has a port of. ControlPlaneDeny is such an ACL (package netpol).
+	NodeSwitches     Role = "node-switches"
+	ControlPlaneDeny Role = "control-plane-deny"
 )
 
 // Roles of the rows owned by a Node.
@@ -120,6 +125,8 @@ var roles = map[Role]roleSpec{
 	ClusterLBGroup:          {kind: Cluster, table: nbdb.LoadBalancerGroupTable},
 	ACLLogMeter:             {kind: Cluster, table: nbdb.MeterTable},
 	ACLLogMeterBand:         {kind: Cluster, table: nbdb.MeterBandTable},
+	NodeSwitches:            {kind: Cluster, table: nbdb.PortGroupTable},
+	ControlPlaneDeny:        {kind: Cluster, table: nbdb.ACLTable},
 
 	NodeSwitch:            {kind: Node, table: nbdb.LogicalSwitchTable},
 	NodeRouterPort:        {kind: Node, table: nbdb.LogicalRouterPortTable},

@@ -148,7 +148,8 @@ var nat = &table[nbdb.NAT]{
 	},
 }
 
-// A policy's ACLs hang on its port group (Port_Group.acls), not on switches.
+// ACLs hang on port groups (Port_Group.acls), not on switches: a policy's on its own, the
+// cluster-wide ones on the group of every node switch (role NodeSwitches).
 var acl = &table[nbdb.ACL]{
 	name:   nbdb.ACLTable,
 	parent: nbdb.PortGroupTable,

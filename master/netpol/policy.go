@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -98,6 +99,14 @@ type Input struct {
 	Logging Logging
 	// Management is the match of the management ports' addresses (ManagementMatch).
 	Management string
+	// Internal are the ranges inside the cluster that are not pod addresses (the gateway
+	// routers' join subnet, whose addresses are the source of load-balanced traffic a
+	// gateway router SNATs), and NodeIPs the nodes' addresses (the source a gateway router
+	// keeps for a NodePort with externalTrafficPolicy Local when the client is a pod, SNATed
+	// by its own node's router, or a node). An ingress ipBlock does not cover them
+	// (ipBlockMatch).
+	Internal []netip.Prefix
+	NodeIPs  []netip.Addr
 	// PeerPods returns the pods a peer selects, and AllPods every pod: the destinations
 	// named ports of egress rules are resolved on. Either may be nil when the policy has no
 	// egress rule with a named port. An error they return makes Translate fail with a
@@ -204,12 +213,20 @@ func HasNamedEgressPorts(p *networkingv1.NetworkPolicy) bool {
 	return false
 }
 
-// ManagementMatch is the match of every node's management port address as a source
-// (contract.ManagementAddresses): one masked address for all node subnets of nodeBits in the
-// cluster CIDR.
+// ManagementMatch is the match of a packet from the management port of the node the
+// destination pod is on (kubelet probes), for an ACL of that pod's node switch: the address
+// of every node's management port (contract.ManagementAddresses, one masked address for all
+// node subnets of nodeBits in the cluster CIDR) and the MAC derived from it
+// (contract.MACFromIP), masked the same way. The MAC is what ties the packet to the pod's own
+// node: a logical router rewrites eth.src to its own port's MAC, so a packet another node's
+// management port (or anything beyond a router) sent reaches the pod's switch with the
+// router's MAC; pods' ports are locked to their own MACs and the management port to its own
+// (port security), so only the switch's own management port can send the management MAC.
 func ManagementMatch(cluster netip.Prefix, nodeBits int) string {
 	addr, mask := contract.ManagementAddresses(cluster, nodeBits)
-	return fmt.Sprintf("ip4.src == %s/%s", addr, mask)
+	m := mask.As4()
+	macMask := net.HardwareAddr{0xff, 0xff, m[0], m[1], m[2], m[3]}
+	return fmt.Sprintf("ip4.src == %s/%s && eth.src == %s/%s", addr, mask, contract.MACFromIP(addr), macMask)
 }
 
 // translator builds one policy's rows.
@@ -489,7 +506,7 @@ func (t *translator) peerMatch(dir string, peers []networkingv1.NetworkPolicyPee
 			if pe.PodSelector != nil || pe.NamespaceSelector != nil {
 				return "", nil, fmt.Errorf("a peer with an ipBlock and a selector")
 			}
-			term, err := ipBlockMatch(dir, pe.IPBlock)
+			term, err := t.ipBlockMatch(dir, pe.IPBlock)
 			if err != nil {
 				return "", nil, err
 			}
@@ -509,17 +526,29 @@ func (t *translator) peerMatch(dir string, peers []networkingv1.NetworkPolicyPee
 	return or(terms), podPeers, nil
 }
 
-func ipBlockMatch(dir string, b *networkingv1.IPBlock) (string, error) {
+// ipBlockMatch is the match of an ipBlock on the other end's address (src or dst): its
+// CIDR less its except ranges, as the list of prefixes that remain. (A negation such as
+// "ip4.src != {...}" costs OVN one flow per bit of every excluded prefix, multiplied across
+// negations: a few node addresses would make millions of flows.)
+//
+// For ingress, the cluster's internal sources that are not pods are never "outside": a block
+// that covers the join subnet (or part of it) but does not lie inside it leaves it out, and a
+// block wider than one address leaves out every node's address. Else a pod that a policy
+// refuses would pass an ipBlock that admits the outside by going through a NodePort of
+// another node: the gateway router there SNATs it to its join address (externalTrafficPolicy
+// Cluster), or passes the address of the pod's own node (Local). A block naming the join
+// subnet, or one node's address, keeps it.
+func (t *translator) ipBlockMatch(dir string, b *networkingv1.IPBlock) (string, error) {
 	cidr, err := netip.ParsePrefix(b.CIDR)
 	if err != nil {
 		return "", fmt.Errorf("ipBlock cidr: %w", err)
 	}
+	cidr = cidr.Masked()
 	fam := "ip4"
 	if cidr.Addr().Is6() {
 		fam = "ip6"
 	}
-	term := fmt.Sprintf("%s.%s == %s", fam, dir, cidr.Masked())
-	var except []string
+	var except []netip.Prefix
 	for _, e := range b.Except {
 		ex, err := netip.ParsePrefix(e)
 		if err != nil {
@@ -528,12 +557,59 @@ func ipBlockMatch(dir string, b *networkingv1.IPBlock) (string, error) {
 		if ex.Addr().Is6() != cidr.Addr().Is6() {
 			return "", fmt.Errorf("ipBlock except %s is not of the family of %s", ex, cidr)
 		}
-		except = append(except, ex.Masked().String())
+		except = append(except, ex.Masked())
 	}
-	if len(except) > 0 {
-		term = fmt.Sprintf("(%s && %s.%s != {%s})", term, fam, dir, strings.Join(except, ", "))
+	if dir == "src" && cidr.Addr().Is4() {
+		for _, r := range t.in.Internal {
+			if r.Overlaps(cidr) && !(r.Contains(cidr.Addr()) && cidr.Bits() >= r.Bits()) {
+				except = append(except, r.Masked())
+			}
+		}
+		if cidr.Bits() < 32 {
+			for _, ip := range t.in.NodeIPs {
+				if ip.Is4() {
+					except = append(except, netip.PrefixFrom(ip, 32))
+				}
+			}
+		}
 	}
-	return term, nil
+	left := subtract(cidr, except)
+	if len(left) == 0 {
+		// Everything is excepted: a match no packet has (an empty set would not parse).
+		return fmt.Sprintf("(%s.%s == %s && %s.%s != %s)", fam, dir, cidr, fam, dir, cidr), nil
+	}
+	terms := make([]string, len(left))
+	for i, p := range left {
+		terms[i] = p.String()
+	}
+	if len(terms) == 1 {
+		return fmt.Sprintf("%s.%s == %s", fam, dir, terms[0]), nil
+	}
+	return fmt.Sprintf("%s.%s == {%s}", fam, dir, strings.Join(terms, ", ")), nil
+}
+
+// subtract returns base less the prefixes of out, as the fewest prefixes in address order:
+// base whole when nothing of out overlaps it, nothing when one of out contains it, else its
+// two halves, each less out.
+func subtract(base netip.Prefix, out []netip.Prefix) []netip.Prefix {
+	overlaps := false
+	for _, o := range out {
+		if o.Overlaps(base) {
+			if o.Bits() <= base.Bits() {
+				return nil // o contains base
+			}
+			overlaps = true
+		}
+	}
+	if !overlaps {
+		return []netip.Prefix{base}
+	}
+	lo := netip.PrefixFrom(base.Addr(), base.Bits()+1)
+	hiAddr := base.Addr().AsSlice()
+	bit := base.Bits()
+	hiAddr[bit/8] |= 0x80 >> (bit % 8)
+	hi, _ := netip.AddrFromSlice(hiAddr)
+	return append(subtract(lo, out), subtract(netip.PrefixFrom(hi, base.Bits()+1), out)...)
 }
 
 func l4Name(p corev1.Protocol) (string, error) {

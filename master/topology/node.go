@@ -71,8 +71,12 @@ func NodeRows(cfg Config, n Node) ([]nb.Row, error) {
 		},
 		{ID: id(nb.NodeSwitchRouterPort), Model: routerTypePort(contract.NodeSwitchRouterPort(n.Name), rtos, "router", nil), Parent: id(nb.NodeSwitch)},
 		{
-			ID:     id(nb.ManagementPort),
-			Model:  &nbdb.LogicalSwitchPort{Name: contract.ManagementPort(n.Name), Addresses: []string{mac(mgmt) + " " + mgmt.String()}},
+			ID: id(nb.ManagementPort),
+			// Port security: the node sends into the pod network only from its own
+			// address. A node routes (ip_forward), so without it any host that can reach
+			// the node could inject packets with a forged pod or node source.
+			Model: &nbdb.LogicalSwitchPort{Name: contract.ManagementPort(n.Name), Addresses: []string{mac(mgmt) + " " + mgmt.String()},
+				PortSecurity: []string{mac(mgmt) + " " + mgmt.String()}},
 			Parent: id(nb.NodeSwitch),
 		},
 	}

@@ -177,6 +177,8 @@ func (c *Cluster) StartMaster(ctx context.Context) error {
 		"--allowed-external-ip-cidrs", c.opts.AllowedExternalIPs,
 		// One master: a restarted one must not wait out the previous holder's Lease.
 		"--leader-elect=false",
+		// Every allocation, release and NB change in its log: what a failed test is read with.
+		"--log-level", "2",
 	)
 	args = append(args, c.opts.MasterArgs...)
 	p, err := c.Run.Start(harness.ProcSpec{Name: "ovnt-master", Path: filepath.Join(c.BinDir, "ovnt-master"), Args: args})
@@ -250,7 +252,7 @@ func (c *Cluster) addNode(ctx context.Context, name string) (*Node, error) {
 
 // StartAgent starts the node's ovnt-node (again, after StopAgent or KillAgent).
 func (n *Node) StartAgent(ctx context.Context) error {
-	kubeconfig, err := n.agentKubeconfig()
+	kubeconfig, err := n.agentKubeconfig(ctx)
 	if err != nil {
 		return err
 	}

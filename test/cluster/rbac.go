@@ -10,6 +10,8 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -35,13 +37,13 @@ const saTokenLifetime = 7 * 24 * time.Hour
 
 // serviceAccounts holds the tokens minted for the daemons at Start.
 type serviceAccounts struct {
-	masterToken, nodeToken string
-	masterKubeconfig       string // for the root network namespace
+	masterToken      string
+	masterKubeconfig string // for the root network namespace
 }
 
-// setUpServiceAccounts applies the manifests' Namespace, ServiceAccounts, roles and
-// bindings, mints a token for each ServiceAccount with the TokenRequest API, and writes the
-// master's kubeconfig.
+// setUpServiceAccounts applies the manifests' Namespace, ServiceAccounts, roles, bindings and
+// admission policy, mints the master's token with the TokenRequest API, and writes the
+// master's kubeconfig (each node agent's token is minted when it starts: agentKubeconfig).
 func (c *Cluster) setUpServiceAccounts(ctx context.Context) error {
 	objs, err := images.RBACObjects()
 	if err != nil {
@@ -51,9 +53,6 @@ func (c *Cluster) setUpServiceAccounts(ctx context.Context) error {
 		return fmt.Errorf("rbac manifests: %w", err)
 	}
 	if c.sa.masterToken, err = ServiceAccountToken(ctx, c.Kube.RESTConfig(), images.MasterServiceAccount); err != nil {
-		return err
-	}
-	if c.sa.nodeToken, err = ServiceAccountToken(ctx, c.Kube.RESTConfig(), images.NodeServiceAccount); err != nil {
 		return err
 	}
 	c.sa.masterKubeconfig = c.Run.Path("kube", "kubeconfig-"+images.MasterServiceAccount)
@@ -71,10 +70,33 @@ func ServiceAccountKubeconfig(ctx context.Context, k *harness.Kube, name, dst st
 }
 
 // agentKubeconfig returns a kubeconfig for n's agent: the admin kubeconfig that reaches the
-// API server from inside the node's namespace, with the node ServiceAccount's token instead.
-func (n *Node) agentKubeconfig() (string, error) {
+// API server from inside the node's namespace, with a token of the node ServiceAccount bound
+// to n's Node instead. The manifests' admission policy (15-node-restriction.yaml) lets an
+// agent write only the Node its token names, as a DaemonSet pod's token does. The Node is
+// created first when the kubelet has not registered it yet (as an operator pre-provisions
+// a node; the kubelet adopts it).
+func (n *Node) agentKubeconfig(ctx context.Context) (string, error) {
+	kube, err := kubernetes.NewForConfig(n.c.Kube.RESTConfig())
+	if err != nil {
+		return "", err
+	}
+	node, err := kube.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		node, err = kube.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name}}, metav1.CreateOptions{})
+	}
+	if err != nil {
+		return "", fmt.Errorf("node %s for its agent's token: %w", n.Name, err)
+	}
+	secs := int64(saTokenLifetime / time.Second)
+	tr, err := kube.CoreV1().ServiceAccounts(images.Namespace).CreateToken(ctx, images.NodeServiceAccount,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &secs,
+			BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Node", APIVersion: "v1", Name: node.Name, UID: node.UID}}},
+		metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("token for ServiceAccount %s/%s bound to node %s: %w", images.Namespace, images.NodeServiceAccount, n.Name, err)
+	}
 	dst := filepath.Join(n.Dir, "kubeconfig-"+images.NodeServiceAccount)
-	return dst, withToken(n.Kubeconfig, dst, n.c.sa.nodeToken)
+	return dst, withToken(n.Kubeconfig, dst, tr.Status.Token)
 }
 
 // withToken writes to dst the kubeconfig src with every user's credentials replaced by token.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
 	"github.com/ovn-transparent/ovn-transparent/test/cluster"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
@@ -637,9 +639,103 @@ func (r *runner) runCase(ctx context.Context, idx int, tc *generator.TestCase, r
 		if bad > 0 {
 			res.Passed = false
 			res.Mismatches += bad
-			report(fmt.Sprintf("case #%d %q step %d: %d of %d probes differ from the oracle (%d differed on the first try)\npolicies:\n%s\nresources:\n%s\n%s",
-				idx, tc.Description, si+1, bad, len(e.Want), len(retry), policiesYAML(r.policies), renderResources(r.res), renderDiff(e.Want, got)))
+			report(fmt.Sprintf("case #%d %q step %d: %d of %d probes differ from the oracle (%d differed on the first try)\npolicies:\n%s\nresources:\n%s\n%s%s",
+				idx, tc.Description, si+1, bad, len(e.Want), len(retry), policiesYAML(r.policies), renderResources(r.res), renderDiff(e.Want, got),
+				r.explainAll(ctx, e.Jobs, e.Want, got)))
 		}
 	}
 	return res
+}
+
+// explainedProbes is how many differing probes of one step explainAll traces.
+const explainedProbes = 3
+
+// explainAll explains the first few probes whose result differs from the oracle (see
+// explain), in a stable order.
+func (r *runner) explainAll(ctx context.Context, jobs map[probeKey]*probe.Job, want, got map[probeKey]bool) string {
+	var keys []probeKey
+	for k, w := range want {
+		if got[k] != w {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, func(a, b probeKey) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) })
+	var b strings.Builder
+	for i, k := range keys {
+		if i == explainedProbes {
+			fmt.Fprintf(&b, "(%d more differing probes not traced)\n", len(keys)-i)
+			break
+		}
+		b.WriteString(r.explain(ctx, jobs[k], want[k]))
+	}
+	return b.String()
+}
+
+// explain is what a person needs to tell a policy defect from a data-plane one for probe j,
+// whose oracle says want: OVN's own verdict on the packet (ovn-trace, new connection) and
+// every connection the nodes' datapaths track between the two addresses.
+func (r *runner) explain(ctx context.Context, j *probe.Job, want bool) string {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	var b strings.Builder
+	fmt.Fprintf(&b, "--- %s -> %s %s/%d (%s:%d): oracle says allowed=%v\n", j.FromKey, j.ToKey, j.Protocol, j.ResolvedPort, j.ToIP, j.ResolvedPort, want)
+	if flow, err := r.traceFlow(ctx, j); err != nil {
+		fmt.Fprintf(&b, "ovn-trace: %v\n", err)
+	} else {
+		out, err := exec.CommandContext(ctx, "ovn-trace", "--db="+r.cl.Central.SBRemote, "--minimal", "--ct=new", "--ct=new", flow.sw, flow.match).CombinedOutput()
+		fmt.Fprintf(&b, "ovn-trace %s '%s' (err %v):\n%s\n", flow.sw, flow.match, err, out)
+	}
+	for _, ip := range []string{j.FromIP, j.ToIP} {
+		out, err := r.cl.Central.NBCtl(ctx, "--bare", "--columns=name", "find", "Address_Set", fmt.Sprintf(`addresses{>=}"%s"`, ip))
+		fmt.Fprintf(&b, "address sets holding %s (err %v): %s\n", ip, err, strings.Join(strings.Fields(out), " "))
+	}
+	for _, n := range r.cl.Nodes {
+		out, err := n.AppCtl(ctx, "ovs-vswitchd", "dpctl/dump-conntrack")
+		var lines []string
+		for _, l := range strings.Split(out, "\n") {
+			if strings.Contains(l, "="+j.FromIP+",") && strings.Contains(l, "="+j.ToIP+",") {
+				lines = append(lines, l)
+			}
+		}
+		fmt.Fprintf(&b, "conntrack on %s between the two (err %v): %d entries\n%s\n", n.Name, err, len(lines), strings.Join(lines, "\n"))
+	}
+	return b.String()
+}
+
+// tracedFlow is an ovn-trace microflow and the logical switch it enters.
+type tracedFlow struct{ sw, match string }
+
+// traceFlow is probe j's first packet as it enters the source pod's node switch: from the
+// pod's port and MAC to the destination's MAC on the same switch, else to the node switch's
+// router port.
+func (r *runner) traceFlow(ctx context.Context, j *probe.Job) (tracedFlow, error) {
+	from, err := r.client.CoreV1().Pods(j.FromNamespace).Get(ctx, j.FromPod, metav1.GetOptions{})
+	if err != nil {
+		return tracedFlow{}, err
+	}
+	to, err := r.client.CoreV1().Pods(j.ToNamespace).Get(ctx, strings.TrimPrefix(j.ToKey, j.ToNamespace+"/"), metav1.GetOptions{})
+	if err != nil {
+		return tracedFlow{}, err
+	}
+	src, err := netip.ParseAddr(j.FromIP)
+	if err != nil {
+		return tracedFlow{}, err
+	}
+	dst, err := netip.ParseAddr(j.ToIP)
+	if err != nil {
+		return tracedFlow{}, err
+	}
+	node := from.Spec.NodeName
+	dstMAC := contract.MACFromIP(dst).String()
+	if to.Spec.NodeName != node {
+		out, err := r.cl.Central.NBCtl(ctx, "--bare", "--columns=mac", "find", "Logical_Router_Port", "name="+contract.NodeRouterPort(node))
+		if err != nil {
+			return tracedFlow{}, err
+		}
+		dstMAC = strings.TrimSpace(out)
+	}
+	l4 := map[corev1.Protocol]string{corev1.ProtocolTCP: "tcp", corev1.ProtocolUDP: "udp", corev1.ProtocolSCTP: "sctp"}[j.Protocol]
+	match := fmt.Sprintf(`inport == "%s" && eth.src == %s && eth.dst == %s && ip4.src == %s && ip4.dst == %s && ip.ttl == 64 && %s.src == 40000 && %s.dst == %d`,
+		contract.PodPort(j.FromNamespace, j.FromPod), contract.MACFromIP(src), dstMAC, src, dst, l4, l4, j.ResolvedPort)
+	return tracedFlow{sw: contract.NodeSwitch(node), match: match}, nil
 }

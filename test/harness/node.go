@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"time"
 )
 
 // The underlay is one L2 segment per run: a Linux bridge in the namespace r.Name("ul"), with
@@ -317,6 +318,7 @@ func (r *Run) StartNode(ctx context.Context, name string, opts NodeOptions) (*No
 	if err != nil {
 		return nil, err
 	}
+	go n.superviseVSwitchd(n.vswitchd)
 	if !opts.SkipChassis {
 		if err := n.setupChassis(ctx); err != nil {
 			return nil, fmt.Errorf("harness: node %s: %w", name, err)
@@ -389,7 +391,42 @@ func (n *Node) RestartVSwitchd(ctx context.Context) error {
 	n.mu.Lock()
 	n.vswitchd = p
 	n.mu.Unlock()
+	go n.superviseVSwitchd(p)
 	return nil
+}
+
+// superviseVSwitchd waits for p, the node's ovs-vswitchd, to exit. If it died on its own,
+// the run records the crash loudly, with the end of its log, and starts another one: the
+// userspace datapath of Debian's OVS 3.1 aborts now and then in its connection tracker
+// (conntrack.c conn_update_state(), see docs/development.md), and a node without a
+// datapath would fail every later test that uses it. What the crash broke (connections it
+// tracked, packets in flight) stays broken; the tests that failed because of it say so in
+// their output, next to the crash.
+func (n *Node) superviseVSwitchd(p *Proc) {
+	<-p.Done()
+	n.mu.Lock()
+	stopped := n.stopped
+	n.mu.Unlock()
+	if !p.Crashed() || stopped || n.run.isClosed() {
+		return
+	}
+	n.run.noteCrash(fmt.Sprintf("node %s: ovs-vswitchd (pid %d) exited on its own (%v); its log ends: %s; restarting it",
+		n.Name, p.Pid(), p.Err(), logTail(filepath.Join(n.run.LogDir, n.Name+"-ovs-vswitchd.log"), 3)))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := n.RestartVSwitchd(ctx); err != nil {
+		n.run.noteCrash(fmt.Sprintf("node %s: ovs-vswitchd could not be restarted: %v", n.Name, err))
+	}
+}
+
+// logTail is the last n lines of the file at path, on one line.
+func logTail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], " | ")
 }
 
 // setupChassis creates br-int and br-phy and moves the node IP onto br-phy.

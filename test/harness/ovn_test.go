@@ -5,11 +5,13 @@ package harness
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -405,4 +407,48 @@ func TestRestartVSwitchd(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestVSwitchdCrashIsRestarted: an ovs-vswitchd that dies on its own (here SIGABRT, as the
+// userspace datapath's assertion failures end it) is recorded as a crash of the run, with
+// its log, and replaced, so that the node's bridges serve again; RestartVSwitchd and the
+// run's teardown, which end it on purpose, are no crash.
+func TestVSwitchdCrashIsRestarted(t *testing.T) {
+	Require(t, "ip", "ethtool", "sysctl", "ovsdb-tool", "ovsdb-server", "ovs-vswitchd", "ovs-vsctl", "ovs-appctl", "ovs-ofctl")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r := NewTestRun(t)
+	n, err := r.StartNode(ctx, "node1", NodeOptions{SkipChassis: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.VSCtl(ctx, "add-br", "br-a", "--", "set", "Bridge", "br-a", "datapath_type=netdev"); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.RestartVSwitchd(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c := r.Crashes(); len(c) != 0 {
+		t.Fatalf("a restart on purpose counted as a crash: %q", c)
+	}
+	n.mu.Lock()
+	crashed := n.vswitchd
+	n.mu.Unlock()
+	if err := syscall.Kill(crashed.Pid(), syscall.SIGABRT); err != nil {
+		t.Fatal(err)
+	}
+	poll.Eventually(t, ctx, "the crash recorded and a new ovs-vswitchd serving br-a", 90*time.Second, 100*time.Millisecond, func() (bool, error) {
+		c := r.Crashes()
+		if len(c) != 1 || !strings.Contains(c[0], "node1: ovs-vswitchd") {
+			return false, fmt.Errorf("crashes %q", c)
+		}
+		n.mu.Lock()
+		cur := n.vswitchd
+		n.mu.Unlock()
+		if cur == crashed {
+			return false, errors.New("still the crashed ovs-vswitchd")
+		}
+		_, err := n.OFCtl(ctx, "dump-flows", "br-a")
+		return err == nil, err
+	})
 }

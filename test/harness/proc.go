@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -42,6 +43,9 @@ type Proc struct {
 	done chan struct{}
 	err  error // valid once done is closed
 	once sync.Once
+	// ended is set once the harness stops or kills the process: an exit without it is
+	// the process's own (a crash).
+	ended atomic.Bool
 }
 
 // spawnReq asks the spawner thread to start a command.
@@ -135,6 +139,9 @@ func (p *Proc) Done() <-chan struct{} { return p.done }
 // Err is the exit error; valid once Done is closed.
 func (p *Proc) Err() error { return p.err }
 
+// Crashed reports whether the process has exited without the harness stopping or killing it.
+func (p *Proc) Crashed() bool { return p.isDone() && !p.ended.Load() }
+
 func (p *Proc) isDone() bool {
 	select {
 	case <-p.done:
@@ -147,6 +154,7 @@ func (p *Proc) isDone() bool {
 // Stop sends the stop signal, waits up to StopTimeout, then kills. Idempotent; stopping an
 // exited process is not an error.
 func (p *Proc) Stop() error {
+	p.ended.Store(true)
 	p.once.Do(func() {
 		sig, wait := p.Spec.StopSignal, p.Spec.StopTimeout
 		if sig == 0 {
@@ -171,6 +179,7 @@ func (p *Proc) Stop() error {
 
 // Kill SIGKILLs the process group and waits for it, as a crash would; for failure tests.
 func (p *Proc) Kill() {
+	p.ended.Store(true)
 	p.once.Do(func() {
 		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 		<-p.done

@@ -27,6 +27,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -71,6 +72,7 @@ type Run struct {
 	cleanups  []cleanup
 	failed    bool
 	closed    bool
+	crashes   []string      // daemons that died on their own, in order (see noteCrash)
 	closeDone chan struct{} // closed when the teardown Close started has finished
 	ul        *underlay     // the nodes' shared L2, made by the first node or external host
 	central   *OVNCentral   // set by StartOVNCentral
@@ -148,6 +150,30 @@ func (r *Run) Path(elem ...string) string { return filepath.Join(append([]string
 
 // Logf logs through the run's logger.
 func (r *Run) Logf(format string, args ...any) { r.opts.Logf(format, args...) }
+
+// Crashes lists the daemons of the run that died on their own so far (the harness restarted
+// them), with what their logs said. A test that fails after one should be read with it in
+// mind; a test can compare the count before and after a step.
+func (r *Run) Crashes() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.crashes)
+}
+
+// noteCrash records a daemon's death and says so as loudly as a log can.
+func (r *Run) noteCrash(what string) {
+	r.mu.Lock()
+	r.crashes = append(r.crashes, what)
+	r.mu.Unlock()
+	r.Logf("!!!!!!!! harness: DAEMON CRASHED: %s", what)
+}
+
+// isClosed reports whether the run is being torn down.
+func (r *Run) isClosed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.closed
+}
 
 // AddCleanup registers fn to run at Close, before the processes are stopped and the
 // namespaces deleted; cleanups run in reverse order of registration.

@@ -59,7 +59,11 @@ func samplePolicySpec(clusterCIDR string) *networkingv1.NetworkPolicy {
 const samplePort = 8080
 
 // The sample Service: demo/web, both web pods behind ClusterIP port 80 and NodePort
-// sampleNodePort on every node.
+// sampleNodePort on every node. externalTrafficPolicy Local: a node sends its NodePort's
+// clients to its own web pod with their address kept, so the sample policy admits the
+// external host as "outside the pod network". With Cluster, the gateway router would SNAT
+// them to its join address, which NetworkPolicy ipBlocks never count as outside (it is also
+// where a pod of another namespace would come from through another node's NodePort).
 const (
 	sampleService  = "web"
 	sampleSvcPort  = 80
@@ -70,8 +74,9 @@ func sampleServiceSpec() *corev1.Service {
 	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: sampleService},
 		Spec: corev1.ServiceSpec{
-			Type:     corev1.ServiceTypeNodePort,
-			Selector: map[string]string{"tier": "web"},
+			Type:                  corev1.ServiceTypeNodePort,
+			ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal,
+			Selector:              map[string]string{"tier": "web"},
 			Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: sampleSvcPort,
 				TargetPort: intstr.FromInt32(samplePort), NodePort: sampleNodePort}},
 		},
@@ -193,20 +198,45 @@ func connectivity(ctx context.Context, s state) {
 }
 
 // policyConnectivity shows the sample NetworkPolicy at work: the stranger pod, outside the
-// namespaces it admits, gets no answer from the web pods.
+// namespaces it admits, gets no answer from the web pods, directly or through any node's
+// NodePort.
 func policyConnectivity(ctx context.Context, cs kubernetes.Interface, s state) {
 	from, ok := s.Pods["demo-other/stranger"]
 	if !ok {
 		return
 	}
 	fmt.Printf("\n$ NetworkPolicy demo/%s (TCP, from demo-other/stranger: expected to be blocked)\n", samplePolicy)
-	probeWebPods(ctx, cs, from, 2*time.Second, func(name, addr, node, line string, err error) {
+	report := func(name, addr, node, line string, err error) {
 		if err != nil {
 			fmt.Printf("  -> %-12s %-18s on %s: blocked, as the policy says\n", name, addr, node)
 			return
 		}
 		fmt.Printf("  -> %-12s %-18s on %s: NOT BLOCKED, answered %q\n", name, addr, node, line)
-	})
+	}
+	probeWebPods(ctx, cs, from, 2*time.Second, report)
+	for _, addr := range nodeIPs(ctx, cs) {
+		a := netip.AddrPortFrom(addr, sampleNodePort).String()
+		line, err := probeFrom(ctx, from, a, 2*time.Second)
+		report("NodePort", a, "the node", line, err)
+	}
+}
+
+// nodeIPs are the nodes' InternalIP addresses.
+func nodeIPs(ctx context.Context, cs kubernetes.Interface) []netip.Addr {
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		fmt.Println("  nodes:", err)
+		return nil
+	}
+	var out []netip.Addr
+	for _, n := range nodes.Items {
+		for _, a := range n.Status.Addresses {
+			if ip, err := netip.ParseAddr(a.Address); err == nil && a.Type == corev1.NodeInternalIP {
+				out = append(out, ip)
+			}
+		}
+	}
+	return out
 }
 
 // probeWebPods opens a TCP connection from netns to the http port of each sample web pod and
@@ -284,16 +314,7 @@ func serviceConnectivity(ctx context.Context, cs kubernetes.Interface, s state, 
 	if !ok {
 		return
 	}
-	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		fmt.Println("  nodes:", err)
-		return
-	}
-	for _, n := range nodes.Items {
-		for _, a := range n.Status.Addresses {
-			if a.Type == corev1.NodeInternalIP {
-				try("NodePort from external", ext, netip.AddrPortFrom(netip.MustParseAddr(a.Address), sampleNodePort).String())
-			}
-		}
+	for _, ip := range nodeIPs(ctx, cs) {
+		try("NodePort from external", ext, netip.AddrPortFrom(ip, sampleNodePort).String())
 	}
 }
