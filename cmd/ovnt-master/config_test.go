@@ -115,17 +115,6 @@ func TestVersionCommand(t *testing.T) {
 	}
 }
 
-func TestConfigNBTLS(t *testing.T) {
-	cfg, err := parse(t, "--nb-address", "ssl:192.0.2.20:6641", "--nb-client-cert", "/pki/c.pem",
-		"--nb-client-key", "/pki/k.pem", "--nb-ca-cert", "/pki/ca.pem", "--nb-server-name", "ovn-central")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cfg.NBClientCert != "/pki/c.pem" || cfg.NBClientKey != "/pki/k.pem" || cfg.NBCACert != "/pki/ca.pem" || cfg.NBServerName != "ovn-central" {
-		t.Errorf("%+v", cfg)
-	}
-}
-
 func TestConfigControlPlane(t *testing.T) {
 	cfg, err := parse(t)
 	if err != nil {
@@ -140,5 +129,16 @@ func TestConfigControlPlane(t *testing.T) {
 	}
 	if fmt.Sprint(cfg.ControlPlaneAddresses) != "[192.0.2.20/32 198.51.100.0/28]" || fmt.Sprint(cfg.ControlPlanePorts) != "[6641 6642]" {
 		t.Errorf("addresses %v ports %v", cfg.ControlPlaneAddresses, cfg.ControlPlanePorts)
+	}
+}
+
+func TestConfigNBTLS(t *testing.T) {
+	cfg, err := parse(t, "--nb-address", "ssl:192.0.2.20:6641", "--nb-client-cert", "/pki/c.pem",
+		"--nb-client-key", "/pki/k.pem", "--nb-ca-cert", "/pki/ca.pem", "--nb-server-name", "ovn-central")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.NBClientCert != "/pki/c.pem" || cfg.NBClientKey != "/pki/k.pem" || cfg.NBCACert != "/pki/ca.pem" || cfg.NBServerName != "ovn-central" {
+		t.Errorf("%+v", cfg)
 	}
 }

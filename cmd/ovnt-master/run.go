@@ -53,8 +53,8 @@ func runMaster(ctx context.Context, cfg Config, log logr.Logger) error {
 		PrivateKeyFile:  cfg.NBClientKey,
 		CertificateFile: cfg.NBClientCert,
 		CACertFile:      cfg.NBCACert,
-		ServerName:      cfg.NBServerName,
 		InactivityProbe: cfg.NBInactivityProbe,
+		ServerName:      cfg.NBServerName,
 		Logger:          log.WithName("nb"),
 	})
 	if err != nil {
