@@ -27,9 +27,10 @@ func TestMain(m *testing.M) {
 		Name: "e2e",
 		// node3 is only for TestNodeDeleted, which takes it out of the cluster.
 		Cluster: cluster.Options{Nodes: []string{"node1", "node2", "node3"}, RealNodes: true,
-			// The harness's OVN central listens on unix sockets; the external host stands in
-			// for a central on the underlay (TestControlPlaneFromPods).
-			MasterArgs: []string{"--control-plane-addresses=" + harness.ExternalHostIP}},
+			// The harness's OVN central host (TestOVNCentralTLS), and the external host standing
+			// in for another central member whose ports have listeners the test controls
+			// (TestControlPlaneFromPods).
+			MasterArgs: []string{"--control-plane-addresses=" + harness.CentralIP + "," + harness.ExternalHostIP}},
 		Programs: []string{"containerd", "runc", "ctr", "nsenter", "busybox", "/usr/lib/cni/loopback"},
 		Timeout:  10 * time.Minute,
 		Started:  func(r *harness.Run, c *cluster.Cluster) { run, cl = r, c },
