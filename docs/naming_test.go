@@ -236,6 +236,8 @@ func tableOf(m any) string {
 		return nbdb.LogicalRouterPortTable
 	case *nbdb.LogicalRouterStaticRoute:
 		return nbdb.LogicalRouterStaticRouteTable
+	case *nbdb.LogicalRouterPolicy:
+		return nbdb.LogicalRouterPolicyTable
 	case *nbdb.NAT:
 		return nbdb.NATTable
 	case *nbdb.LoadBalancer:

@@ -470,11 +470,14 @@ func (r *policyReconciler) translate(ctx context.Context, pol *networkingv1.Netw
 		return netpol.Output{}, err
 	}
 	// The nodes' addresses, which an ingress ipBlock leaves out (netpol.Input.NodeIPs).
-	nodes, err := r.nodes.List(labels.Everything())
-	if err != nil {
-		return netpol.Output{}, fmt.Errorf("list nodes: %w", err)
+	var nodeIPs []netip.Addr
+	if hasIngressIPBlock(pol) {
+		nodes, err := r.nodes.List(labels.Everything())
+		if err != nil {
+			return netpol.Output{}, fmt.Errorf("list nodes: %w", err)
+		}
+		nodeIPs = svcmodel.NodeIPs(nodes)
 	}
-	nodeIPs := svcmodel.NodeIPs(nodes)
 	out, err := netpol.Translate(netpol.Input{
 		Policy:     pol,
 		Pods:       pods,

@@ -83,6 +83,9 @@ const (
 	GatewayClusterRoute   Role = "route-gateway-cluster" // GR: cluster CIDR back to the cluster router
 	GatewayDefaultRoute   Role = "route-gateway-default" // GR: default route to the physical next hop
 	GatewaySNAT           Role = "snat"
+	// NodeHostReroute is the cluster router's policy that sends the node's pods' packets for
+	// the node's own address to its management port (status.hostIP).
+	NodeHostReroute Role = "reroute-node-host"
 	// NodeTemplateVars is the node's Chassis_Template_Var row (NODEIP for NodePort templates).
 	NodeTemplateVars Role = "template-vars"
 )
@@ -144,6 +147,7 @@ var roles = map[Role]roleSpec{
 	GatewayClusterRoute:   {kind: Node, table: nbdb.LogicalRouterStaticRouteTable},
 	GatewayDefaultRoute:   {kind: Node, table: nbdb.LogicalRouterStaticRouteTable},
 	GatewaySNAT:           {kind: Node, table: nbdb.NATTable},
+	NodeHostReroute:       {kind: Node, table: nbdb.LogicalRouterPolicyTable},
 	NodeTemplateVars:      {kind: Node, table: nbdb.ChassisTemplateVarTable},
 
 	PodPort: {kind: Pod, table: nbdb.LogicalSwitchPortTable},

@@ -13,7 +13,7 @@ import (
 var tables = newRegistry(
 	logicalSwitch, logicalRouter, loadBalancer, loadBalancerGroup, chassisTemplateVar,
 	portGroup, addressSet, meter,
-	logicalSwitchPort, logicalRouterPort, staticRoute, nat, acl, meterBand,
+	logicalSwitchPort, logicalRouterPort, staticRoute, routerPolicy, nat, acl, meterBand,
 )
 
 var logicalSwitch = &table[nbdb.LogicalSwitch]{
@@ -34,6 +34,7 @@ var logicalRouter = &table[nbdb.LogicalRouter]{
 	refs: map[string]func(*nbdb.LogicalRouter) *[]string{
 		nbdb.LogicalRouterPortTable:        func(r *nbdb.LogicalRouter) *[]string { return &r.Ports },
 		nbdb.LogicalRouterStaticRouteTable: func(r *nbdb.LogicalRouter) *[]string { return &r.StaticRoutes },
+		nbdb.LogicalRouterPolicyTable:      func(r *nbdb.LogicalRouter) *[]string { return &r.Policies },
 		nbdb.NATTable:                      func(r *nbdb.LogicalRouter) *[]string { return &r.Nat },
 		nbdb.LoadBalancerTable:             func(r *nbdb.LogicalRouter) *[]string { return &r.LoadBalancer },
 		nbdb.LoadBalancerGroupTable:        func(r *nbdb.LogicalRouter) *[]string { return &r.LoadBalancerGroup },
@@ -136,6 +137,15 @@ var staticRoute = &table[nbdb.LogicalRouterStaticRoute]{
 	row: func(r *nbdb.LogicalRouterStaticRoute) columns {
 		return columns{uuid: &r.UUID, ids: &r.ExternalIDs, label: r.IPPrefix + " via " + r.Nexthop,
 			managed: []any{&r.IPPrefix, &r.Nexthop, &r.Policy, &r.OutputPort, &r.ExternalIDs}}
+	},
+}
+
+var routerPolicy = &table[nbdb.LogicalRouterPolicy]{
+	name:   nbdb.LogicalRouterPolicyTable,
+	parent: nbdb.LogicalRouterTable,
+	row: func(r *nbdb.LogicalRouterPolicy) columns {
+		return columns{uuid: &r.UUID, ids: &r.ExternalIDs, label: r.Match,
+			managed: []any{&r.Priority, &r.Match, &r.Action, &r.Nexthops, &r.ExternalIDs}}
 	},
 }
 

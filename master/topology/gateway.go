@@ -9,6 +9,10 @@ import (
 	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
 )
 
+// hostReroutePriority is the cluster router's policy that sends a node's pods to their own
+// node's address through its management port; the router has no other policy.
+const hostReroutePriority = 1000
+
 // gatewayRows are the rows of n's gateway router GR_<node>, which shares the node's IP and
 // MAC on the physical network (shared gateway).
 func gatewayRows(cfg Config, n Node) ([]nb.Row, error) {
@@ -85,6 +89,17 @@ func gatewayRows(cfg Config, n Node) ([]nb.Row, error) {
 		{
 			ID: id(nb.GatewaySNAT), Parent: id(nb.GatewayRouter),
 			Model: &nbdb.NAT{Type: nbdb.NATTypeSNAT, ExternalIP: g.NodeIP.Addr().String(), LogicalIP: cfg.ClusterCIDR.String()},
+		},
+		{
+			// A pod reaching its own node's address (status.hostIP: agents on the node):
+			// through this node's gateway router the packet would end there, since the router
+			// owns the address too. The management port takes it to the host instead, which
+			// answers from the node address through the same port (its port security
+			// admits that address).
+			ID: id(nb.NodeHostReroute), Parent: clusterRouter,
+			Model: &nbdb.LogicalRouterPolicy{Priority: hostReroutePriority, Action: nbdb.LogicalRouterPolicyActionReroute,
+				Match:    fmt.Sprintf("ip4.src == %s && ip4.dst == %s", n.Subnet, g.NodeIP.Addr()),
+				Nexthops: []string{contract.ManagementIP(n.Subnet).String()}},
 		},
 	}
 	rows = append(rows, nb.Row{

@@ -48,6 +48,18 @@ func GatewayFrom(info contract.NodeChassisInfo, joinIP netip.Addr) (*Gateway, er
 	return gw, nil
 }
 
+// managementPortSecurity is what the node may send into the pod network through its
+// management port: its management address, and once it has a gateway its own node address,
+// the source of its answers to its pods' connections to that address (NodeHostReroute).
+func managementPortSecurity(n Node) string {
+	mgmt := contract.ManagementIP(n.Subnet)
+	ps := mac(mgmt) + " " + mgmt.String()
+	if n.Gateway != nil && n.Gateway.NodeIP.Addr().Is4() {
+		ps += " " + n.Gateway.NodeIP.Addr().String()
+	}
+	return ps
+}
+
 // NodeRows returns the rows of node n: its switch, its link to the cluster router, its
 // management port and, once the node has a chassis, its gateway router with its join and
 // external links, routes and SNAT.
@@ -76,7 +88,7 @@ func NodeRows(cfg Config, n Node) ([]nb.Row, error) {
 			// address. A node routes (ip_forward), so without it any host that can reach
 			// the node could inject packets with a forged pod or node source.
 			Model: &nbdb.LogicalSwitchPort{Name: contract.ManagementPort(n.Name), Addresses: []string{mac(mgmt) + " " + mgmt.String()},
-				PortSecurity: []string{mac(mgmt) + " " + mgmt.String()}},
+				PortSecurity: []string{managementPortSecurity(n)}},
 			Parent: id(nb.NodeSwitch),
 		},
 	}

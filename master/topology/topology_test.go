@@ -72,7 +72,8 @@ func TestNodeWithoutChassisHasNoGateway(t *testing.T) {
 		t.Errorf("rtos %+v parent %s", lrp, rtos.Parent)
 	}
 	if mgmt := got[nb.ManagementPort].Model.(*nbdb.LogicalSwitchPort); mgmt.Name != "k8s-node1" ||
-		!reflect.DeepEqual(mgmt.Addresses, []string{"0a:58:0a:f4:01:02 10.244.1.2"}) {
+		!reflect.DeepEqual(mgmt.Addresses, []string{"0a:58:0a:f4:01:02 10.244.1.2"}) ||
+		!reflect.DeepEqual(mgmt.PortSecurity, []string{"0a:58:0a:f4:01:02 10.244.1.2"}) {
 		t.Errorf("management port %+v", mgmt)
 	}
 }
@@ -92,6 +93,16 @@ func TestNodeGateway(t *testing.T) {
 	rtoe := got[nb.GatewayExternalPort].Model.(*nbdb.LogicalRouterPort)
 	if rtoe.Name != "rtoe-GR_node1" || rtoe.MAC != "0a:58:ac:12:00:01" || !reflect.DeepEqual(rtoe.Networks, []string{"172.18.0.1/24"}) {
 		t.Errorf("rtoe %+v", rtoe)
+	}
+	// M8: the node's pods reach its own address through the management port, which may
+	// answer from it.
+	if p := got[nb.NodeHostReroute].Model.(*nbdb.LogicalRouterPolicy); p.Match != "ip4.src == 10.244.1.0/24 && ip4.dst == 172.18.0.1" ||
+		p.Action != nbdb.LogicalRouterPolicyActionReroute || !reflect.DeepEqual(p.Nexthops, []string{"10.244.1.2"}) ||
+		got[nb.NodeHostReroute].Parent.Role != nb.ClusterRouter {
+		t.Errorf("own-node reroute %+v", p)
+	}
+	if mgmt := got[nb.ManagementPort].Model.(*nbdb.LogicalSwitchPort); !reflect.DeepEqual(mgmt.PortSecurity, []string{"0a:58:0a:f4:01:02 10.244.1.2 172.18.0.1"}) {
+		t.Errorf("management port security %q", mgmt.PortSecurity)
 	}
 	etor := got[nb.ExternalSwitchGWPort].Model.(*nbdb.LogicalSwitchPort)
 	if etor.Options["nat-addresses"] != "router" || etor.Options["router-port"] != "rtoe-GR_node1" ||

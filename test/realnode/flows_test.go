@@ -24,8 +24,8 @@ import (
 // TestFlows: the nine connectivity flows of the project's seed, with pods that kubelet runs
 // and names that cluster DNS answers: pod to pod on one node and across nodes; pod to a
 // Service by IP, short name, namespace-qualified name and FQDN; pod to the external host by
-// IP and by a DNS name CoreDNS forwards outside; node to pod and pod to node. DNS answers
-// over UDP and TCP, and the SRV record of the Service's named port.
+// IP and by a DNS name CoreDNS forwards outside; node to pod and pod to node (its own and
+// another). DNS answers over UDP and TCP, and the SRV record of the Service's named port.
 func TestFlows(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -37,6 +37,7 @@ func TestFlows(t *testing.T) {
 		create(ctx, t, p)
 	}
 	create(ctx, t, netexec(ns, "host-2", n2.Name, 8081, true))
+	create(ctx, t, netexec(ns, "host-1", n1.Name, 8082, true))
 	create(ctx, t, clientPod(ns, n1.Name))
 	svc, err := cl.Kube.Client().CoreV1().Services(ns).Create(ctx, &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "web"},
@@ -49,7 +50,7 @@ func TestFlows(t *testing.T) {
 	stopExternal := externalHTTP(t, "external host")
 	defer stopExternal()
 	pods := map[string]*corev1.Pod{}
-	for _, name := range []string{"web-a", "web-b", "host-2", "client"} {
+	for _, name := range []string{"web-a", "web-b", "host-2", "host-1", "client"} {
 		pods[name] = waitReady(ctx, t, ns, name)
 	}
 	ext := cl.External.IP
@@ -65,6 +66,8 @@ func TestFlows(t *testing.T) {
 		{"pod -> external host by IP", ext + ":8080"},
 		{"pod -> external host by DNS name", cluster.ExternalName + ":8080"},
 		{"pod -> node (hostNetwork server on the other node)", n2.IP + ":8081"},
+		// status.hostIP: agents on the pod's own node (audit M8).
+		{"pod -> its own node (hostNetwork server there)", n1.IP + ":8082"},
 	} {
 		if out, err := podExec(ctx, ns, "client", "/agnhost", "connect", "--timeout=5s", f.target); err != nil {
 			t.Errorf("%s (%s): %v: %s", f.what, f.target, err, out)
