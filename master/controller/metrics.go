@@ -124,9 +124,17 @@ func (m *metrics) observe(key any, waited, took time.Duration, err error) {
 	m.syncTime.WithLabelValues(kind).Observe(took.Seconds())
 }
 
+// startupDone records how long the start-up batch of kind took.
+func (m *metrics) startupDone(kind nb.Kind, took time.Duration) {
+	if m == nil { // a Controller made by hand in a test
+		return
+	}
+	m.startup.WithLabelValues(string(kind)).Set(took.Seconds())
+}
+
 // transaction counts one NB transaction of a sync.
 func (m *metrics) transaction(ops []libovsdb.Operation, took time.Duration, err error) {
-	if len(ops) == 0 {
+	if m == nil || len(ops) == 0 {
 		return
 	}
 	m.txnTime.Observe(took.Seconds())

@@ -81,7 +81,7 @@ func (c *Controller) batchKind(ctx context.Context, r reconciler, size int) {
 		})
 	}
 	wg.Wait()
-	c.metrics.startup.WithLabelValues(string(kind)).Set(time.Since(start).Seconds())
+	c.metrics.startupDone(kind, time.Since(start))
 	c.log.Info("Start-up batch", "kind", kind, "keys", len(names), "changed", st.changed, "failed", st.failed,
 		"transactions", st.txns, "took", time.Since(start).Round(time.Millisecond))
 }
