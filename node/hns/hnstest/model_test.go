@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -217,5 +218,101 @@ func TestPreflight(t *testing.T) {
 	}
 	if len(w) != 1 || !strings.Contains(w[0], "MacAddressSpoofing") {
 		t.Errorf("warnings %v, want MAC spoofing", w)
+	}
+}
+
+// podHost is newHost with the network created, the OVS extension enabled and one pod
+// endpoint "ovt1" attached to a sandbox that has not started.
+func podHost(t *testing.T) (m *Model, ns string, ep hns.Endpoint) {
+	t.Helper()
+	ctx := context.Background()
+	m = newHost(t)
+	n, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.EnableExtension(ctx, n.ID, hns.OVSExtensionID); err != nil {
+		t.Fatal(err)
+	}
+	ep, err = m.CreateEndpoint(ctx, hns.Endpoint{Name: "ovt1", NetworkID: n.ID, MAC: adapterMAC})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns = m.AddNamespace()
+	if err := m.Attach(ctx, ns, ep.ID); err != nil {
+		t.Fatal(err)
+	}
+	return m, ns, ep
+}
+
+// containerd runs ADD before it starts the sandbox: the pod's vNIC appears only then.
+func TestPodVNICAppearsWhenSandboxStarts(t *testing.T) {
+	m, ns, _ := podHost(t)
+	if _, ok := m.InterfaceNow(hns.HostVNIC("ovt1")); ok {
+		t.Fatal("the pod's vNIC exists before its sandbox started")
+	}
+	if err := m.StartSandbox(ns); err != nil {
+		t.Fatal(err)
+	}
+	v, ok := m.InterfaceNow(hns.HostVNIC("ovt1"))
+	if !ok || v.MTU != 1500 {
+		t.Fatalf("after the sandbox started: vNIC %+v (%v), want it with MTU 1500", v, ok)
+	}
+	if err := m.StartSandbox("nope"); !errors.Is(err, hns.ErrNotFound) {
+		t.Errorf("starting a missing sandbox: %v, want hns.ErrNotFound", err)
+	}
+}
+
+// An internal OVS interface added before the endpoint's vNIC exists binds a host vNIC OVS
+// makes itself; the real vNIC, when it comes, is not bound and its frames are dropped.
+func TestOVSInternalBeforeVNICBindsItsOwn(t *testing.T) {
+	m, ns, _ := podHost(t)
+	m.SyncOVS(map[string]string{"ovt1": "internal"})
+	if b, ok := m.OVSBinding("ovt1"); !ok || !b.ByOVS || b.Endpoint != "" {
+		t.Fatalf("binding %+v (%v), want OVS's own port", b, ok)
+	}
+	if err := m.StartSandbox(ns); err != nil {
+		t.Fatal(err)
+	}
+	m.SyncOVS(map[string]string{"ovt1": "internal"})
+	if b, _ := m.OVSBinding("ovt1"); !b.ByOVS {
+		t.Errorf("after the real vNIC appeared the binding moved to %+v; OVS keeps the first port", b)
+	}
+	if m.Forwards("ovt1") {
+		t.Error("the pod's vNIC forwards though OVS bound another port")
+	}
+}
+
+// With the vNIC there first, an internal interface binds it; one of type "" does not (it
+// binds only the physical adapter), and removing the internal interface deletes the
+// Hyper-V port, the endpoint's vNIC with it.
+func TestOVSBindsEndpointVNIC(t *testing.T) {
+	m, ns, _ := podHost(t)
+	if err := m.StartSandbox(ns); err != nil {
+		t.Fatal(err)
+	}
+	m.SyncOVS(map[string]string{"ovt1": "", "Ethernet0": ""})
+	if b, ok := m.OVSBinding("ovt1"); ok {
+		t.Errorf("type \"\" bound %+v, want nothing", b)
+	}
+	if b, ok := m.OVSBinding("Ethernet0"); !ok || b.Port != "Ethernet0" {
+		t.Errorf("the adapter: %+v (%v), want bound", b, ok)
+	}
+	if m.Forwards("ovt1") {
+		t.Error("frames of an unbound vNIC forwarded")
+	}
+	m.SyncOVS(map[string]string{"ovt1": "internal", "Ethernet0": ""})
+	if b, ok := m.OVSBinding("ovt1"); !ok || b.ByOVS || b.Endpoint != "ovt1" {
+		t.Fatalf("binding %+v (%v), want the endpoint's vNIC", b, ok)
+	}
+	if !m.Forwards("ovt1") {
+		t.Error("the bound vNIC does not forward")
+	}
+	m.SyncOVS(map[string]string{"Ethernet0": ""})
+	if _, ok := m.InterfaceNow(hns.HostVNIC("ovt1")); ok {
+		t.Error("removing the internal OVS interface left the endpoint's vNIC")
+	}
+	if got := m.HyperVPorts(); slices.Contains(got, "ovt1") {
+		t.Errorf("Hyper-V ports %v after the OVS interface went", got)
 	}
 }
