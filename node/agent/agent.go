@@ -69,7 +69,12 @@ func Run(ctx context.Context, cfg Config, log logr.Logger) error {
 		AnnotationTimeout: cfg.AnnotationTTL, InstallTimeout: cfg.PortInstallTimeout,
 		NodeIP: addr.IP.Addr(), HostPorts: hostPortNAT(cfg, log),
 	}, host, sw, watcher, ready, log.WithName("cni"))
+	defer srv.Close()
 	if err := srv.SyncHostPorts(ctx); err != nil {
+		return err
+	}
+	// Ports a restart left unfinished (Windows: waiting for their pod's vNIC).
+	if err := srv.ResumeBinders(ctx); err != nil {
 		return err
 	}
 	go srv.NewCollector(watcher.Exists, cfg.LeakCollect).Run(ctx)

@@ -84,8 +84,9 @@ func newWinEnv(t *testing.T) *winEnv {
 
 // newServer is the agent's CNI server over e's host and switch (again after a restart).
 func (e *winEnv) newServer() *Server {
-	s := New(Config{Bridge: "br-int", MTU: 1400, AnnotationTimeout: time.Second, InstallTimeout: 2 * time.Second},
+	s := New(Config{Bridge: "br-int", MTU: 1400, AnnotationTimeout: time.Second, InstallTimeout: 2 * time.Second, BindTimeout: 15 * time.Second},
 		e.host, e.db.Connect(), fakePods{}, func(context.Context) error { return nil }, logr.Discard())
+	e.t.Cleanup(s.Close)
 	return s
 }
 
@@ -427,4 +428,44 @@ func TestWindowsPortBoundOnceTheSandboxRuns(t *testing.T) {
 	if _, err := e.call("CHECK", 5, ns); err != nil {
 		t.Errorf("CHECK: %v", err)
 	}
+}
+
+// A DEL before the sandbox ran stops the worker: nothing is left, and the worker does not
+// bring the port back.
+func TestWindowsDelBeforeSandboxRuns(t *testing.T) {
+	e := newWinEnv(t)
+	ns := e.m.AddNamespace()
+	if _, err := e.call("ADD", 6, ns); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.call("DEL", 6, ns); err != nil {
+		t.Fatal(err)
+	}
+	e.srv.bmu.Lock()
+	left := len(e.srv.binders)
+	e.srv.bmu.Unlock()
+	if left != 0 {
+		t.Errorf("%d workers run after DEL", left)
+	}
+	if err := e.m.StartSandbox(ns); err != nil {
+		t.Fatal(err)
+	}
+	e.checkGone("DEL before the sandbox ran", 6)
+}
+
+// An agent restarted between ADD and the sandbox's start finishes the port.
+func TestWindowsRestartResumesBinding(t *testing.T) {
+	e := newWinEnv(t)
+	ns := e.m.AddNamespace()
+	if _, err := e.call("ADD", 8, ns); err != nil {
+		t.Fatal(err)
+	}
+	e.srv.Close()
+	e.srv = e.newServer()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.srv.ResumeBinders(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.checkPod(8, ns)
 }

@@ -43,6 +43,20 @@ type Host interface {
 	SetupUplink(ctx context.Context, u Uplink) (NodeAddress, error)
 }
 
+// LateBinder is implemented by hosts on which a pod's interface appears only after ADD has
+// returned, so that its switch port cannot be finished inside ADD. On Windows containerd
+// starts the sandbox, which creates the endpoint's vNIC, after ADD; and OVS binds an
+// "internal" interface to the Hyper-V port of its name, or, finding none, makes a stray
+// host vNIC of that name and binds that one for good. So ADD creates the port with an empty
+// type (which OVS binds to nothing) and returns at once, and the agent calls
+// AwaitPodInterface afterwards, then gives the port the type it returns.
+type LateBinder interface {
+	// AwaitPodInterface waits until ctx ends for the pod's interface to exist, gives it
+	// mtu (if not 0), and returns the type its switch port must take now. Idempotent: an
+	// interface that exists with that MTU is left as it is.
+	AwaitPodInterface(ctx context.Context, ref PodRef, mtu int) (portType string, err error)
+}
+
 // PodInterface is a pod's interface as the master allocated it.
 type PodInterface struct {
 	PodRef
@@ -76,12 +90,6 @@ type Attached struct {
 	HostIfName string
 	HostMAC    net.HardwareAddr
 	Created    bool // false: it existed already and was left as it was
-	// PortType and PortMTU are the OVS interface type and mtu_request of the port on the
-	// integration bridge: empty and 0 on Linux (the veth's host end is a system device
-	// whose MTU hostnet set); "internal" on Windows, where the port is the HNS endpoint's
-	// vSwitch port and only OVS can set its MTU.
-	PortType string
-	PortMTU  int
 }
 
 // ManagementPort is the node's interface into the pod network.

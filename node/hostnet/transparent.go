@@ -90,8 +90,11 @@ func NewTransparent(h hns.HNS, ip hns.IPHelper, sys hns.System, cfg TransparentC
 }
 
 // windowsPortType: pods' and the management port's vSwitch ports are "internal" to OVS on
-// Windows; the extension binds an internal interface to the Hyper-V port of the same name.
+// Windows; the extension binds an internal interface to the Hyper-V port of the same name,
+// which must exist by then (see LateBinder).
 const windowsPortType = "internal"
+
+var _ LateBinder = (*Transparent)(nil)
 
 // SetupUplink creates the Transparent network on u.Iface, or adopts it after a restart,
 // makes sure the node's address is on the host vNIC, enables the OVS extension, and then
@@ -367,7 +370,7 @@ func (t *Transparent) CreatePodInterface(ctx context.Context, p PodInterface) (A
 		return Attached{}, err
 	}
 	want := t.podEndpoint(n, p)
-	att := Attached{HostIfName: p.HostIfName, HostMAC: p.MAC, PortType: windowsPortType, PortMTU: p.MTU}
+	att := Attached{HostIfName: p.HostIfName, HostMAC: p.MAC}
 	ep, err := t.hns.Endpoint(ctx, p.HostIfName)
 	if err == nil {
 		if d := endpointDiff(ep, want); d != "" {
@@ -376,7 +379,6 @@ func (t *Transparent) CreatePodInterface(ctx context.Context, p PodInterface) (A
 		if err := t.hns.Attach(ctx, p.Netns, ep.ID); err != nil {
 			return Attached{}, fmt.Errorf("attaching HNS endpoint %s to namespace %s: %w", ep.Name, p.Netns, err)
 		}
-		t.setPodMTU(ctx, ep.Name, p.MTU)
 		return att, nil
 	}
 	if !errors.Is(err, hns.ErrNotFound) {
@@ -395,27 +397,38 @@ func (t *Transparent) CreatePodInterface(ctx context.Context, p PodInterface) (A
 	if err := t.hns.Attach(ctx, p.Netns, ep.ID); err != nil {
 		return Attached{}, fmt.Errorf("attaching HNS endpoint %s to namespace %s: %w", ep.Name, p.Netns, err)
 	}
-	t.setPodMTU(ctx, ep.Name, p.MTU)
 	success = true
 	att.Created = true
 	return att, nil
 }
 
-// setPodMTU sets the MTU of the pod's vNIC, which appears in the pod's compartment some
-// time after the attach. Best effort: the OVS port's mtu_request (the agent sets it) covers
-// the switch side, and a pod whose vNIC keeps 1500 works through PMTU discovery, so a vNIC
-// not found in time is logged, not a failed ADD.
-func (t *Transparent) setPodMTU(ctx context.Context, endpoint string, mtu int) {
-	if mtu <= 0 {
-		return
-	}
-	var last error
-	err := t.poll(ctx, min(t.cfg.IPMoveTimeout, 10*time.Second), func(ctx context.Context) bool {
-		last = t.ip.SetMTU(ctx, hns.HostVNIC(endpoint), mtu)
-		return last == nil
-	})
-	if err != nil {
-		t.cfg.Log.Info("could not set the pod vNIC's MTU", "endpoint", endpoint, "mtu", mtu, "error", fmt.Sprint(last))
+// AwaitPodInterface waits for the pod's vNIC "vEthernet (<endpoint>)", which appears in the
+// pod's compartment when the runtime starts the sandbox, after ADD; then sets its MTU, which
+// only the IP stack can (OVS's mtu_request does nothing on Windows: netdev-windows has no
+// set_mtu), and returns "internal", the type the endpoint's OVS port takes now that the
+// Hyper-V port of its name exists.
+func (t *Transparent) AwaitPodInterface(ctx context.Context, ref PodRef, mtu int) (string, error) {
+	name := hns.HostVNIC(ref.HostIfName)
+	tick := time.NewTicker(t.cfg.Poll)
+	defer tick.Stop()
+	for {
+		v, err := t.ip.Interface(ctx, name)
+		if err == nil {
+			if mtu > 0 && v.MTU != mtu {
+				if err := t.ip.SetMTU(ctx, name, mtu); err != nil {
+					return "", fmt.Errorf("MTU of %q: %w", name, err)
+				}
+			}
+			return windowsPortType, nil
+		}
+		if !errors.Is(err, hns.ErrNotFound) {
+			return "", fmt.Errorf("pod vNIC %q: %w", name, err)
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("waiting for the pod vNIC %q: %w", name, ctx.Err())
+		case <-tick.C:
+		}
 	}
 }
 
