@@ -62,8 +62,12 @@ func setupChassis(ctx context.Context, cfg Config, sw *ovs.Switch, host hostnet.
 	}
 	// The management port exists from the start, so ovn-controller can bind it as soon as
 	// the master creates its logical port; its MAC and address wait for the node subnet.
-	if _, err := sw.EnsurePort(ctx, IntegrationBridge, mgmtPort(cfg, nil)); err != nil {
-		return contract.NodeChassisInfo{}, hostnet.NodeAddress{}, err
+	// Not on Windows (a LateBinder host): there OVS would bind the internal port to a stray
+	// host vNIC of its own, since the HNS endpoint it stands for comes with the subnet.
+	if _, late := host.(hostnet.LateBinder); !late {
+		if _, err := sw.EnsurePort(ctx, IntegrationBridge, mgmtPort(cfg, nil)); err != nil {
+			return contract.NodeChassisInfo{}, hostnet.NodeAddress{}, err
+		}
 	}
 	info := contract.NodeChassisInfo{
 		ChassisID: systemID, NodeIP: addr.IP.String(), GatewayMAC: addr.MAC.String(), OS: runtime.GOOS,

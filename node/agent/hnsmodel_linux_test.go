@@ -63,10 +63,18 @@ func TestWindowsStartupAndAdoption(t *testing.T) {
 	m := windowsHost()
 	cfg := windowsConfig("geneve")
 
+	vs := db.FakeVSwitchd(m.SyncOVS)
 	for run := range 2 { // the second run is the agent restarted: it adopts what the first made
 		info, addr, err := setupChassis(ctx, cfg, sw, transparent(m))
 		if err != nil {
 			t.Fatalf("run %d: %v", run, err)
+		}
+		// OVS binds the adapter and the host vNIC to their own Hyper-V ports.
+		vs.Sync()
+		for iface, port := range map[string]string{"Ethernet0": "Ethernet0", "vEthernet (Ethernet0)": "vEthernet (Ethernet0)"} {
+			if b, ok := m.OVSBinding(iface); !ok || b.Port != port || b.ByOVS {
+				t.Errorf("run %d: OVS interface %q bound to %+v (%v), want the Hyper-V port %q", run, iface, b, ok, port)
+			}
 		}
 		calls := m.Calls()
 		created := slices.Contains(calls, "CreateTransparentNetwork")
@@ -114,7 +122,7 @@ func checkWindowsOVS(t *testing.T, db *ovstest.DB, encap string) {
 	if want := []string{"Ethernet0", "vEthernet (Ethernet0)"}; !slices.Equal(ports, want) {
 		t.Errorf("br-phy ports %q, want %q", ports, want)
 	}
-	for iface, typ := range map[string]string{"Ethernet0": `""`, "vEthernet (Ethernet0)": "internal", "k8s-win1": "internal"} {
+	for iface, typ := range map[string]string{"Ethernet0": `""`, "vEthernet (Ethernet0)": "internal"} {
 		if got := db.Vsctl("get", "Interface", iface, "type"); got != typ {
 			t.Errorf("interface %q type %s, want %s", iface, got, typ)
 		}
@@ -122,14 +130,12 @@ func checkWindowsOVS(t *testing.T, db *ovstest.DB, encap string) {
 	if got := db.Vsctl("get", "Bridge", "br-phy", "other_config:hwaddr"); got != `"`+winMAC.String()+`"` {
 		t.Errorf("br-phy hwaddr %s, want the adapter's MAC", got)
 	}
-	if got := db.Vsctl("list-ports", "br-int"); got != "k8s-win1" {
-		t.Errorf("br-int ports %q", got)
+	// The management port waits for its HNS endpoint, which waits for the node subnet.
+	if got := db.Vsctl("list-ports", "br-int"); got != "" {
+		t.Errorf("br-int ports %q before the node subnet is known, want none", got)
 	}
 	if got := db.Vsctl("get", "Bridge", "br-int", "fail_mode"); got != "secure" {
 		t.Errorf("br-int fail_mode %s", got)
-	}
-	if got := db.Vsctl("get", "Interface", "k8s-win1", "external_ids:iface-id"); got != "k8s-win1" {
-		t.Errorf("management port iface-id %s", got)
 	}
 	for k, want := range map[string]string{
 		"system-id": "win1", "ovn-encap-type": encap, "ovn-encap-ip": winIP.Addr().String(),
@@ -183,14 +189,27 @@ func TestWindowsManagementPort(t *testing.T) {
 	m := windowsHost()
 	host := transparent(m)
 	cfg := windowsConfig("geneve")
+	vs := db.FakeVSwitchd(m.SyncOVS)
 	if _, _, err := setupChassis(ctx, cfg, sw, host); err != nil {
 		t.Fatal(err)
 	}
+	vs.Sync() // ovs-vswitchd acts on what start-up wrote before the endpoint comes
 	c := &nodeController{cfg: cfg, sw: sw, host: host}
 	for _, subnet := range []string{"10.244.3.0/24", "10.244.3.0/24", "10.244.7.0/24"} { // again, then a new subnet
 		s := netip.MustParsePrefix(subnet)
 		if err := c.setupManagementPort(ctx, s); err != nil {
 			t.Fatal(err)
+		}
+		// The management port is bound to the endpoint's vNIC, which holds the address
+		// and routes, not to a stray vNIC OVS made (H1).
+		vs.Sync()
+		if b, ok := m.OVSBinding("k8s-win1"); !ok || b.ByOVS || b.Endpoint != "k8s-win1" || !m.Forwards("k8s-win1") {
+			t.Fatalf("%s: management port bound to %+v (%v), want the HNS endpoint's vNIC (Hyper-V ports %v)", subnet, b, ok, m.HyperVPorts())
+		}
+		for col, want := range map[string]string{"type": "internal", "external_ids:iface-id": "k8s-win1"} {
+			if got := db.Vsctl("get", "Interface", "k8s-win1", col); got != want {
+				t.Errorf("%s: management port %s %s, want %s", subnet, col, got, want)
+			}
 		}
 		gw := s.Addr().Next()
 		ip := netip.PrefixFrom(gw.Next(), 24)

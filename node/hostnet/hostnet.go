@@ -44,7 +44,9 @@ type Host interface {
 }
 
 // LateBinder is implemented by hosts on which a pod's interface appears only after ADD has
-// returned, so that its switch port cannot be finished inside ADD. On Windows containerd
+// returned, so that its switch port cannot be finished inside ADD (and on which the
+// management port, likewise, may not be in the switch before its device: see
+// ManagementPort.AddPort). On Windows containerd
 // starts the sandbox, which creates the endpoint's vNIC, after ADD; and OVS binds an
 // "internal" interface to the Hyper-V port of its name, or, finding none, makes a stray
 // host vNIC of that name and binds that one for good. So ADD creates the port with an empty
@@ -100,6 +102,15 @@ type ManagementPort struct {
 	Gateway netip.Addr   // the .1, the cluster router
 	Routes  []netip.Prefix
 	MTU     int
+	// AddPort puts the management port (an internal port named IfName) into the
+	// integration bridge; idempotent. The host calls it when OVS can bind the port to the
+	// right device: first on Linux, where OVS creates the device; on Windows only once
+	// the HNS endpoint's vNIC exists, since OVS binds an internal interface to the Hyper-V
+	// port of its name and, finding none, makes a stray host vNIC of its own.
+	AddPort func(ctx context.Context) error
+	// RemovePort takes the port out of the bridge; idempotent. Windows calls it before it
+	// replaces the endpoint, so that OVS binds no stray vNIC while there is none.
+	RemovePort func(ctx context.Context) error
 }
 
 // Uplink says how the node reaches the physical network.

@@ -520,10 +520,11 @@ func (t *Transparent) CollectPodInterfaces(ctx context.Context, keep func(name s
 }
 
 // SetupManagementPort gives the node its interface into the pod network: an HNS endpoint
-// named m.IfName (the name of the OVS internal port the agent adds to br-int) with the
-// management MAC and IP, attached to the host namespace, whose host vNIC gets the address,
-// the routes to the cluster and service ranges through m.Gateway, and the MTU. A subnet
-// change replaces the endpoint.
+// named m.IfName with the management MAC and IP, attached to the host namespace; once its
+// host vNIC exists (and with it the Hyper-V port OVS binds by that name), the OVS internal
+// port of the same name (m.AddPort); then the vNIC gets the address, the routes to the
+// cluster and service ranges through m.Gateway, and the MTU. A subnet change replaces the
+// endpoint, with the OVS port out of the bridge meanwhile.
 func (t *Transparent) SetupManagementPort(ctx context.Context, m ManagementPort) error {
 	n, err := t.net(ctx)
 	if err != nil {
@@ -538,6 +539,9 @@ func (t *Transparent) SetupManagementPort(ctx context.Context, m ManagementPort)
 	switch {
 	case err == nil && endpointDiff(ep, want) != "":
 		t.cfg.Log.Info("replacing the management endpoint", "endpoint", ep.Name, "change", endpointDiff(ep, want))
+		if err := m.RemovePort(ctx); err != nil {
+			return fmt.Errorf("removing the management port from the switch: %w", err)
+		}
 		if err := t.deleteEndpoint(ctx, ep); err != nil {
 			return err
 		}
@@ -560,6 +564,9 @@ func (t *Transparent) SetupManagementPort(ctx context.Context, m ManagementPort)
 	})
 	if err != nil {
 		return fmt.Errorf("waiting for the management vNIC %q: %w (last: %v)", vnic, err, last)
+	}
+	if err := m.AddPort(ctx); err != nil {
+		return fmt.Errorf("adding the management port to the switch: %w", err)
 	}
 	c := hns.IPConfig{Addrs: []netip.Prefix{m.IP}, MTU: m.MTU}
 	for _, r := range m.Routes {
