@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"time"
@@ -25,7 +26,8 @@ import (
 )
 
 // Run is the agent's life: chassis first (ovn-controller can start while the rest comes
-// up) and the gateway bridge's flows, then the API server, then the CNI socket, and the
+// up; on Windows after the master has allocated the node subnet, which the HNS network is
+// created with) and the gateway bridge's flows, then the API server, then the CNI socket, and the
 // plugin is installed last, so a runtime that finds the configuration finds an agent
 // answering behind it. It returns nil when ctx ends; pods keep their interfaces and ports,
 // and the gateway bridge its flows, across a restart.
@@ -37,7 +39,17 @@ func Run(ctx context.Context, cfg Config, log logr.Logger) error {
 	}
 	defer sw.Close()
 	host := hostnet.New(log.WithName("hostnet"))
-	ch, addr, err := setupChassis(ctx, cfg, sw, host)
+	client, err := kubeClient(cfg.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	var subnet netip.Prefix
+	if uplinkNeedsSubnet {
+		if subnet, err = waitNodeSubnet(ctx, client, cfg.NodeName, 2*time.Second, log); err != nil {
+			return err
+		}
+	}
+	ch, addr, err := setupChassis(ctx, cfg, sw, host, subnet)
 	if err != nil {
 		return fmt.Errorf("chassis: %w", err)
 	}
@@ -52,10 +64,6 @@ func Run(ctx context.Context, cfg Config, log logr.Logger) error {
 		defer stopGateway()
 	}
 
-	client, err := kubeClient(cfg.Kubeconfig)
-	if err != nil {
-		return err
-	}
 	watcher := pods.NewWatcher(client, cfg.NodeName)
 	watcher.Start(ctx)
 	nodes := newNodeController(cfg, client, sw, host, ch, log.WithName("node"))

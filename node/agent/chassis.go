@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"net"
+	"net/netip"
 	"runtime"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
@@ -13,8 +14,9 @@ import (
 // setupChassis makes the node an OVN chassis: br-int, the gateway bridge with the node's
 // address, the settings ovn-controller reads, and the management port's OVS side. It returns
 // what the Node's chassis annotation says and the node's address. Every step converges, so a
-// restart changes nothing.
-func setupChassis(ctx context.Context, cfg Config, sw *ovs.Switch, host hostnet.Host) (contract.NodeChassisInfo, hostnet.NodeAddress, error) {
+// restart changes nothing. subnet is the node's pod subnet where the host needs it for the
+// uplink (Windows, hostnet.Uplink.PodSubnet), else zero.
+func setupChassis(ctx context.Context, cfg Config, sw *ovs.Switch, host hostnet.Host, subnet netip.Prefix) (contract.NodeChassisInfo, hostnet.NodeAddress, error) {
 	// fail_mode=secure: until ovn-controller has installed its flows br-int drops
 	// everything instead of switching between pods. disable-in-band: ovn-controller talks
 	// OpenFlow over a unix socket, so in-band control flows have nothing to protect.
@@ -25,8 +27,13 @@ func setupChassis(ctx context.Context, cfg Config, sw *ovs.Switch, host hostnet.
 	if err != nil {
 		return contract.NodeChassisInfo{}, hostnet.NodeAddress{}, err
 	}
+	var router netip.Addr
+	if subnet.IsValid() {
+		router = contract.RouterIP(subnet)
+	}
 	addr, err := host.SetupUplink(ctx, hostnet.Uplink{
 		Iface: cfg.UplinkIface, Bridge: cfg.GatewayBridge, PreferIP: cfg.EncapIP,
+		PodSubnet: subnet, PodSubnetRouter: router,
 		Attach: func(ctx context.Context, mac net.HardwareAddr) error {
 			// hwaddr pins the bridge's MAC to the uplink's: OVS would otherwise pick one
 			// of its ports' MACs, which changes as ovn-controller adds patch ports.

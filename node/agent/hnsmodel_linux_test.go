@@ -6,6 +6,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/netip"
 	"slices"
@@ -28,6 +29,8 @@ var (
 	winGW     = netip.MustParseAddr("172.18.0.254")
 	winDNS    = netip.MustParseAddr("172.18.0.53")
 	winRoute  = hns.Route{Dst: netip.MustParsePrefix("192.168.50.0/24"), NextHop: netip.MustParseAddr("172.18.0.250")}
+	// winSubnet is the node's pod subnet, which the master allocated before start-up.
+	winSubnet = netip.MustParsePrefix("10.244.3.0/24")
 )
 
 // windowsHost is a Windows Server with one physical adapter, Ethernet0, and a vNIC of some
@@ -65,7 +68,7 @@ func TestWindowsStartupAndAdoption(t *testing.T) {
 
 	vs := db.FakeVSwitchd(m.SyncOVS)
 	for run := range 2 { // the second run is the agent restarted: it adopts what the first made
-		info, addr, err := setupChassis(ctx, cfg, sw, transparent(m))
+		info, addr, err := setupChassis(ctx, cfg, sw, transparent(m), winSubnet)
 		if err != nil {
 			t.Fatalf("run %d: %v", run, err)
 		}
@@ -101,8 +104,9 @@ func TestWindowsStartupAndAdoption(t *testing.T) {
 func checkWindowsHNS(t *testing.T, m *hnstest.Model) {
 	t.Helper()
 	nets := m.Networks()
+	wantSubnets := []hns.Subnet{{Prefix: winSubnet, Gateway: netip.MustParseAddr("10.244.3.1")}}
 	if len(nets) != 1 || nets[0].Name != "ovn-transparent" || nets[0].Type != hns.TypeTransparent || nets[0].Adapter != "Ethernet0" ||
-		!slices.Equal(nets[0].Extensions, []string{hns.OVSExtensionID}) {
+		!slices.Equal(nets[0].Extensions, []string{hns.OVSExtensionID}) || !slices.Equal(nets[0].Subnets, wantSubnets) {
 		t.Fatalf("HNS networks %+v", nets)
 	}
 	v, ok := m.InterfaceNow("vEthernet (Ethernet0)")
@@ -155,7 +159,7 @@ func TestWindowsStartupRestoresLostIP(t *testing.T) {
 	m := windowsHost()
 	m.IPMoveLost = true
 	host := hostnet.NewTransparent(m, m, m, hostnet.TransparentConfig{IPMoveTimeout: 500 * time.Millisecond, Poll: 20 * time.Millisecond, Log: logr.Discard()})
-	if _, _, err := setupChassis(ctx, windowsConfig("stt"), db.Connect(), host); err != nil {
+	if _, _, err := setupChassis(ctx, windowsConfig("stt"), db.Connect(), host, winSubnet); err != nil {
 		t.Fatal(err)
 	}
 	checkWindowsHNS(t, m)
@@ -169,7 +173,7 @@ func TestWindowsStartupRefusesVirtualAdapter(t *testing.T) {
 	m := windowsHost()
 	cfg := windowsConfig("geneve")
 	cfg.UplinkIface = "vEthernet (nat)"
-	_, _, err := setupChassis(ctx, cfg, db.Connect(), transparent(m))
+	_, _, err := setupChassis(ctx, cfg, db.Connect(), transparent(m), winSubnet)
 	if err == nil || !strings.Contains(err.Error(), "physical adapter") {
 		t.Fatalf("start-up on a virtual adapter: %v, want a refusal naming the physical adapter", err)
 	}
@@ -190,12 +194,12 @@ func TestWindowsManagementPort(t *testing.T) {
 	host := transparent(m)
 	cfg := windowsConfig("geneve")
 	vs := db.FakeVSwitchd(m.SyncOVS)
-	if _, _, err := setupChassis(ctx, cfg, sw, host); err != nil {
+	if _, _, err := setupChassis(ctx, cfg, sw, host, winSubnet); err != nil {
 		t.Fatal(err)
 	}
 	vs.Sync() // ovs-vswitchd acts on what start-up wrote before the endpoint comes
 	c := &nodeController{cfg: cfg, sw: sw, host: host}
-	for _, subnet := range []string{"10.244.3.0/24", "10.244.3.0/24", "10.244.7.0/24"} { // again, then a new subnet
+	for _, subnet := range []string{"10.244.3.0/24", "10.244.3.0/24"} { // the second time changes nothing
 		s := netip.MustParsePrefix(subnet)
 		if err := c.setupManagementPort(ctx, s); err != nil {
 			t.Fatal(err)
@@ -232,6 +236,32 @@ func TestWindowsManagementPort(t *testing.T) {
 			t.Errorf("%s: management port mac %s, want %s", subnet, got, mac)
 		}
 	}
+	// The network's IPAM subnet is the node's: a subnet of another node cannot be used
+	// (HNS cannot change a network's subnets; the docs say to drain and recreate).
+	if err := c.setupManagementPort(ctx, netip.MustParsePrefix("10.244.7.0/24")); !errors.Is(err, hns.ErrNoSubnet) {
+		t.Errorf("management port in another subnet: %v, want hns.ErrNoSubnet", err)
+	}
+}
+
+// H3: the Transparent network is created with the node's pod subnet as its static IPAM
+// subnet; a network without it (an older agent's) or with another is not adopted, and the
+// agent says how to remove it.
+func TestWindowsStartupRefusesNetworkOfAnotherSubnet(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db := ovstest.Start(t)
+	m := windowsHost()
+	if _, err := m.CreateTransparentNetwork(ctx, "ovn-transparent", "Ethernet0", nil); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := setupChassis(ctx, windowsConfig("geneve"), db.Connect(), transparent(m), winSubnet)
+	if err == nil || !strings.Contains(err.Error(), "Remove-HnsNetwork") || !strings.Contains(err.Error(), "subnet") {
+		t.Fatalf("start-up with a network without the node subnet: %v, want a refusal naming the subnet and how to remove it", err)
+	}
+	_, _, err = setupChassis(ctx, windowsConfig("geneve"), db.Connect(), transparent(m), netip.Prefix{})
+	if err == nil || !strings.Contains(err.Error(), "subnet") {
+		t.Fatalf("start-up without the node subnet: %v, want a refusal", err)
+	}
 }
 
 // The agent dies after creating the network and before HNS moved (or it restored) the
@@ -249,7 +279,7 @@ func TestWindowsStartupRestoresAfterCrash(t *testing.T) {
 	}
 	crash, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
 	defer cancel()
-	if _, _, err := setupChassis(crash, windowsConfig("geneve"), sw, host(state)); err == nil {
+	if _, _, err := setupChassis(crash, windowsConfig("geneve"), sw, host(state), winSubnet); err == nil {
 		t.Fatal("start-up finished within the crash's deadline; the test proves nothing")
 	}
 	if n := m.Networks(); len(n) != 1 {
@@ -261,10 +291,10 @@ func TestWindowsStartupRestoresAfterCrash(t *testing.T) {
 	m.Calls()
 	ctx, cancel2 := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel2()
-	if _, _, err := setupChassis(ctx, windowsConfig("geneve"), sw, host(t.TempDir())); err == nil {
+	if _, _, err := setupChassis(ctx, windowsConfig("geneve"), sw, host(t.TempDir()), winSubnet); err == nil {
 		t.Fatal("a restart without the saved configuration adopted a network without the node's address")
 	}
-	if _, _, err := setupChassis(ctx, windowsConfig("geneve"), sw, host(state)); err != nil {
+	if _, _, err := setupChassis(ctx, windowsConfig("geneve"), sw, host(state), winSubnet); err != nil {
 		t.Fatal(err)
 	}
 	if calls := m.Calls(); slices.Contains(calls, "CreateTransparentNetwork") {
@@ -282,10 +312,10 @@ func TestWindowsStartupRefusesForeignNetwork(t *testing.T) {
 	db := ovstest.Start(t)
 	m := windowsHost()
 	m.AddAdapter("Ethernet1", winMAC, true, hns.IPConfig{})
-	if _, err := m.CreateTransparentNetwork(ctx, "ovn-transparent", "Ethernet1"); err != nil {
+	if _, err := m.CreateTransparentNetwork(ctx, "ovn-transparent", "Ethernet1", nil); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err := setupChassis(ctx, windowsConfig("geneve"), db.Connect(), transparent(m))
+	_, _, err := setupChassis(ctx, windowsConfig("geneve"), db.Connect(), transparent(m), winSubnet)
 	if err == nil || !strings.Contains(err.Error(), "Remove-HnsNetwork") {
 		t.Fatalf("start-up with a foreign network: %v, want a refusal saying how to remove it", err)
 	}

@@ -65,6 +65,7 @@ func newWinEnv(t *testing.T) *winEnv {
 		t.Fatal(err)
 	}
 	_, err := host.SetupUplink(ctx, hostnet.Uplink{Iface: "Ethernet0", Bridge: "br-phy",
+		PodSubnet: netip.MustParsePrefix("10.244.1.0/24"), PodSubnetRouter: netip.MustParseAddr("10.244.1.1"),
 		Attach: func(context.Context, net.HardwareAddr) error { return nil }})
 	if err != nil {
 		t.Fatal(err)

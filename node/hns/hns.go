@@ -22,6 +22,8 @@ var (
 	ErrVirtualAdapter = errors.New("adapter is not a physical adapter")
 	// ErrInUse: a network with endpoints cannot be deleted.
 	ErrInUse = errors.New("in use")
+	// ErrNoSubnet: a static endpoint address outside every IPAM subnet of its network.
+	ErrNoSubnet = errors.New("address in no subnet of the network")
 )
 
 // TypeTransparent is the HNS network type the node uses: the vSwitch is bound to the
@@ -41,6 +43,16 @@ type Network struct {
 	Adapter string // the physical adapter its vSwitch is bound to
 	// Extensions are the vSwitch extensions HNS reports enabled (IDs, upper case).
 	Extensions []string
+	// Subnets are its static IPAM subnets: HNS gives an endpoint a static address only
+	// within one of them.
+	Subnets []Subnet
+}
+
+// Subnet is a static IPAM subnet of a network and its gateway (the default route's next
+// hop).
+type Subnet struct {
+	Prefix  netip.Prefix
+	Gateway netip.Addr
 }
 
 // DNS is a pod's resolver configuration.
@@ -67,10 +79,11 @@ type Networks interface {
 	// Network returns the network called name, or ErrNotFound.
 	Network(ctx context.Context, name string) (Network, error)
 	// CreateTransparentNetwork creates a Transparent network called name bound to the
-	// physical adapter. Not idempotent: ErrExists if the name is taken; ErrVirtualAdapter
-	// for a virtual adapter. On success HNS moves the adapter's IP configuration to the
-	// host vNIC "vEthernet (<adapter>)", some time later (or, on some builds, not at all).
-	CreateTransparentNetwork(ctx context.Context, name, adapter string) (Network, error)
+	// physical adapter, with static IPAM subnets. Not idempotent: ErrExists if the name is
+	// taken; ErrVirtualAdapter for a virtual adapter. On success HNS moves the adapter's IP
+	// configuration to the host vNIC "vEthernet (<adapter>)", some time later (or, on some
+	// builds, not at all).
+	CreateTransparentNetwork(ctx context.Context, name, adapter string, subnets []Subnet) (Network, error)
 	// EnableExtension enables the vSwitch extension id on the network's vSwitch.
 	// Idempotent.
 	EnableExtension(ctx context.Context, networkID, id string) error
@@ -81,7 +94,8 @@ type Networks interface {
 // Endpoints are HNS's endpoints and their attachment to HCN namespaces.
 type Endpoints interface {
 	// CreateEndpoint creates e on e.NetworkID and returns it with its ID. Not idempotent:
-	// ErrExists if the name is taken, ErrNotFound if the network is gone.
+	// ErrExists if the name is taken, ErrNotFound if the network is gone, ErrNoSubnet if
+	// an address is in none of the network's subnets.
 	CreateEndpoint(ctx context.Context, e Endpoint) (Endpoint, error)
 	// Endpoint returns the endpoint called name, or ErrNotFound.
 	Endpoint(ctx context.Context, name string) (Endpoint, error)

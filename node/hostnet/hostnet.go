@@ -124,6 +124,12 @@ type Uplink struct {
 	PreferIP netip.Addr
 	// Attach puts Iface into Bridge in the switch database, with mac as the bridge's MAC.
 	Attach func(ctx context.Context, mac net.HardwareAddr) error
+	// PodSubnet is the node's pod subnet, with the gateway pods route through. Windows
+	// needs it (the zero prefix is refused there): the Transparent network is created with
+	// it as its static IPAM subnet, since HNS gives endpoints static addresses only within
+	// a subnet of their network. Linux ignores it.
+	PodSubnet       netip.Prefix
+	PodSubnetRouter netip.Addr
 	// AttachHostPort puts the named host interface into Bridge as an internal port. Only
 	// Windows calls it, for the host vNIC that keeps the node's address (on Linux the
 	// bridge's own interface takes the address); nil is allowed where it is not needed.

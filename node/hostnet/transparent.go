@@ -104,6 +104,9 @@ func (t *Transparent) SetupUplink(ctx context.Context, u Uplink) (NodeAddress, e
 	if u.Iface == "" {
 		return NodeAddress{}, errors.New("Windows nodes need the physical adapter to bind the Transparent network to (--uplink-interface)")
 	}
+	if !u.PodSubnet.IsValid() {
+		return NodeAddress{}, errors.New("the Transparent network needs the node's pod subnet")
+	}
 	warnings, err := hns.Preflight(ctx, t.sys, t.ip, u.Iface)
 	for _, w := range warnings {
 		t.cfg.Log.Info("preflight warning", "warning", w)
@@ -111,7 +114,7 @@ func (t *Transparent) SetupUplink(ctx context.Context, u Uplink) (NodeAddress, e
 	if err != nil {
 		return NodeAddress{}, err
 	}
-	n, err := t.ensureNetwork(ctx, u.Iface)
+	n, err := t.ensureNetwork(ctx, u.Iface, []hns.Subnet{{Prefix: u.PodSubnet.Masked(), Gateway: u.PodSubnetRouter}})
 	if err != nil {
 		return NodeAddress{}, err
 	}
@@ -149,15 +152,21 @@ func (t *Transparent) SetupUplink(ctx context.Context, u Uplink) (NodeAddress, e
 	return NodeAddress{IfName: vnicName, IP: ip, MAC: vnic.MAC, NextHop: vnic.Gateway, HostPort: hostPort}, nil
 }
 
-// ensureNetwork adopts the network if it exists (and is ours: Transparent, on adapter), or
-// creates it, and returns once the host vNIC holds the node's address.
-func (t *Transparent) ensureNetwork(ctx context.Context, adapter string) (hns.Network, error) {
+// ensureNetwork adopts the network if it exists (and is ours: Transparent, on adapter, with
+// subnets), or creates it, and returns once the host vNIC holds the node's address.
+func (t *Transparent) ensureNetwork(ctx context.Context, adapter string, subnets []hns.Subnet) (hns.Network, error) {
 	vnicName := hns.HostVNIC(adapter)
 	n, err := t.hns.Network(ctx, t.cfg.Network)
 	if err == nil {
 		if n.Type != hns.TypeTransparent || n.Adapter != adapter {
 			return hns.Network{}, fmt.Errorf("HNS network %q exists as a %s network on adapter %q, not Transparent on %q: "+
 				"remove it (Get-HnsNetwork | ? Name -eq %q | Remove-HnsNetwork) or fix --uplink-interface", n.Name, n.Type, n.Adapter, adapter, n.Name)
+		}
+		if !slices.Equal(n.Subnets, subnets) {
+			// HNS cannot change a network's IPAM subnets; pods with addresses of the old
+			// subnet would not work on the node anyway.
+			return hns.Network{}, fmt.Errorf("HNS network %q has the subnets %v, not the node's %v (an older agent's, or the node's "+
+				"subnet changed): drain the node and remove it (Get-HnsNetwork | ? Name -eq %q | Remove-HnsNetwork)", n.Name, n.Subnets, subnets, n.Name)
 		}
 		// After a reboot Windows restores the vNIC's configuration itself, in its own time.
 		err := t.waitVNIC(ctx, vnicName, nil)
@@ -187,7 +196,7 @@ func (t *Transparent) ensureNetwork(ctx context.Context, adapter string) (hns.Ne
 	if err := t.save(adapter, saved); err != nil {
 		return hns.Network{}, err
 	}
-	n, err = t.hns.CreateTransparentNetwork(ctx, t.cfg.Network, adapter)
+	n, err = t.hns.CreateTransparentNetwork(ctx, t.cfg.Network, adapter, subnets)
 	if err != nil {
 		return hns.Network{}, fmt.Errorf("creating HNS network %q on %q: %w", t.cfg.Network, adapter, err)
 	}

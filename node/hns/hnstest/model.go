@@ -21,7 +21,9 @@ import (
 //     IPMoveDelay, or never when IPMoveLost is set (what some builds do); enabling the OVS
 //     extension while the move is pending loses the address altogether (the DHCP lease
 //     the vSwitch was renewing);
-//   - an endpoint needs its network; a namespace attach needs the endpoint and the
+//   - an endpoint needs its network, and its static addresses a subnet of the network
+//     (Microsoft's network-driver docs: a Transparent network's static addresses need
+//     its subnet); a namespace attach needs the endpoint and the
 //     namespace; an endpoint is in one namespace at a time;
 //   - deleting a network with endpoints fails;
 //   - an attached endpoint has a vNIC "vEthernet (<name>)" (in the host's compartment for
@@ -437,7 +439,7 @@ func (m *Model) Network(ctx context.Context, name string) (hns.Network, error) {
 	return cloneNetwork(*n), nil
 }
 
-func (m *Model) CreateTransparentNetwork(ctx context.Context, name, adapter string) (hns.Network, error) {
+func (m *Model) CreateTransparentNetwork(ctx context.Context, name, adapter string, subnets []hns.Subnet) (hns.Network, error) {
 	if err := m.enter(ctx, "CreateTransparentNetwork"); err != nil {
 		return hns.Network{}, err
 	}
@@ -457,7 +459,7 @@ func (m *Model) CreateTransparentNetwork(ctx context.Context, name, adapter stri
 			return hns.Network{}, fmt.Errorf("network %q: adapter %q is bound to network %q: %w", name, adapter, n.Name, hns.ErrExists)
 		}
 	}
-	n := &hns.Network{ID: m.newID(), Name: name, Type: hns.TypeTransparent, Adapter: adapter}
+	n := &hns.Network{ID: m.newID(), Name: name, Type: hns.TypeTransparent, Adapter: adapter, Subnets: slices.Clone(subnets)}
 	m.networks[n.ID] = n
 	// The vSwitch takes the adapter: its IP configuration leaves it now and shows up on
 	// the host vNIC later.
@@ -531,8 +533,14 @@ func (m *Model) CreateEndpoint(ctx context.Context, e hns.Endpoint) (hns.Endpoin
 		return hns.Endpoint{}, err
 	}
 	defer m.mu.Unlock()
-	if m.networks[e.NetworkID] == nil {
+	n := m.networks[e.NetworkID]
+	if n == nil {
 		return hns.Endpoint{}, fmt.Errorf("endpoint %q: network %s: %w", e.Name, e.NetworkID, hns.ErrNotFound)
+	}
+	for _, ip := range e.IPs {
+		if !slices.ContainsFunc(n.Subnets, func(s hns.Subnet) bool { return s.Prefix.Contains(ip.Addr()) }) {
+			return hns.Endpoint{}, fmt.Errorf("endpoint %q: %s on network %q: %w", e.Name, ip, n.Name, hns.ErrNoSubnet)
+		}
 	}
 	if m.endpointByName(e.Name) != nil {
 		return hns.Endpoint{}, fmt.Errorf("endpoint %q: %w", e.Name, hns.ErrExists)
@@ -694,6 +702,7 @@ func cloneInterface(i hns.Interface) hns.Interface {
 
 func cloneNetwork(n hns.Network) hns.Network {
 	n.Extensions = slices.Clone(n.Extensions)
+	n.Subnets = slices.Clone(n.Subnets)
 	return n
 }
 

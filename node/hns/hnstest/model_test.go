@@ -32,10 +32,10 @@ func newHost(t *testing.T) *Model {
 func TestTransparentNeedsPhysicalAdapter(t *testing.T) {
 	ctx := context.Background()
 	m := newHost(t)
-	if _, err := m.CreateTransparentNetwork(ctx, "ovnt", "vEthernet (nat)"); !errors.Is(err, hns.ErrVirtualAdapter) {
+	if _, err := m.CreateTransparentNetwork(ctx, "ovnt", "vEthernet (nat)", nil); !errors.Is(err, hns.ErrVirtualAdapter) {
 		t.Fatalf("virtual adapter: %v, want hns.ErrVirtualAdapter", err)
 	}
-	if _, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet9"); !errors.Is(err, hns.ErrNotFound) {
+	if _, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet9", nil); !errors.Is(err, hns.ErrNotFound) {
 		t.Fatalf("missing adapter: %v, want hns.ErrNotFound", err)
 	}
 	if n := m.Networks(); len(n) != 0 {
@@ -46,10 +46,10 @@ func TestTransparentNeedsPhysicalAdapter(t *testing.T) {
 func TestNetworkNamesUnique(t *testing.T) {
 	ctx := context.Background()
 	m := newHost(t)
-	if _, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0"); err != nil {
+	if _, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0", nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0"); !errors.Is(err, hns.ErrExists) {
+	if _, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0", nil); !errors.Is(err, hns.ErrExists) {
 		t.Fatalf("second network of the same name: %v, want hns.ErrExists", err)
 	}
 }
@@ -58,7 +58,7 @@ func TestIPMovesAfterDelay(t *testing.T) {
 	ctx := context.Background()
 	m := newHost(t)
 	m.IPMoveDelay = 300 * time.Millisecond
-	if _, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0"); err != nil {
+	if _, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0", nil); err != nil {
 		t.Fatal(err)
 	}
 	a, _ := m.Interface(ctx, "Ethernet0")
@@ -86,7 +86,7 @@ func TestExtensionBeforeMoveLosesAddress(t *testing.T) {
 	ctx := context.Background()
 	m := newHost(t)
 	m.IPMoveDelay = 100 * time.Millisecond
-	n, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0")
+	n, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestEndpointRules(t *testing.T) {
 	if _, err := m.CreateEndpoint(ctx, hns.Endpoint{Name: "ep", NetworkID: "nope"}); !errors.Is(err, hns.ErrNotFound) {
 		t.Fatalf("endpoint without network: %v", err)
 	}
-	n, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0")
+	n, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestEndpointRules(t *testing.T) {
 func TestHostNamespaceMakesVNIC(t *testing.T) {
 	ctx := context.Background()
 	m := newHost(t)
-	n, _ := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0")
+	n, _ := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0", nil)
 	mac, _ := net.ParseMAC("0a:58:0a:f4:01:02")
 	ep, _ := m.CreateEndpoint(ctx, hns.Endpoint{Name: "k8s-win1", NetworkID: n.ID, MAC: mac})
 	host, _ := m.HostNamespace(ctx)
@@ -227,7 +227,7 @@ func podHost(t *testing.T) (m *Model, ns string, ep hns.Endpoint) {
 	t.Helper()
 	ctx := context.Background()
 	m = newHost(t)
-	n, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0")
+	n, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,5 +314,37 @@ func TestOVSBindsEndpointVNIC(t *testing.T) {
 	}
 	if got := m.HyperVPorts(); slices.Contains(got, "ovt1") {
 		t.Errorf("Hyper-V ports %v after the OVS interface went", got)
+	}
+}
+
+// A static endpoint address must lie in a subnet of the network (H3 of the Windows review).
+func TestStaticAddressNeedsSubnet(t *testing.T) {
+	ctx := context.Background()
+	m := newHost(t)
+	ip := netip.MustParsePrefix("10.244.1.7/24")
+	bare, err := m.CreateTransparentNetwork(ctx, "bare", "Ethernet0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.CreateEndpoint(ctx, hns.Endpoint{Name: "ep", NetworkID: bare.ID, IPs: []netip.Prefix{ip}}); !errors.Is(err, hns.ErrNoSubnet) {
+		t.Fatalf("static address on a network without a subnet: %v, want hns.ErrNoSubnet", err)
+	}
+	if err := m.DeleteNetwork(ctx, bare.ID); err != nil {
+		t.Fatal(err)
+	}
+	sub := hns.Subnet{Prefix: netip.MustParsePrefix("10.244.1.0/24"), Gateway: netip.MustParseAddr("10.244.1.1")}
+	n, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0", []hns.Subnet{sub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Networks(); len(got) != 1 || !slices.Equal(got[0].Subnets, []hns.Subnet{sub}) {
+		t.Errorf("networks %+v, want the subnet read back", got)
+	}
+	if _, err := m.CreateEndpoint(ctx, hns.Endpoint{Name: "ep", NetworkID: n.ID, IPs: []netip.Prefix{ip}}); err != nil {
+		t.Errorf("address in the subnet: %v", err)
+	}
+	out := netip.MustParsePrefix("10.244.2.7/24")
+	if _, err := m.CreateEndpoint(ctx, hns.Endpoint{Name: "ep2", NetworkID: n.ID, IPs: []netip.Prefix{out}}); !errors.Is(err, hns.ErrNoSubnet) {
+		t.Errorf("address outside the subnet: %v, want hns.ErrNoSubnet", err)
 	}
 }
