@@ -224,7 +224,7 @@ func TestWindowsManagementPort(t *testing.T) {
 				eps = append(eps, e)
 			}
 		}
-		if len(eps) != 1 || eps[0].MAC.String() != mac.String() || !slices.Equal(eps[0].IPs, []netip.Prefix{ip}) || eps[0].Namespace == "" {
+		if len(eps) != 1 || eps[0].MAC.String() != mac.String() || !slices.Equal(eps[0].IPs, []netip.Prefix{ip}) || !eps[0].Attached() {
 			t.Fatalf("%s: management endpoints %+v", subnet, eps)
 		}
 		v, ok := m.InterfaceNow("vEthernet (k8s-win1)")

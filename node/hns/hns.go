@@ -70,9 +70,17 @@ type Endpoint struct {
 	IPs       []netip.Prefix
 	Gateway   netip.Addr
 	DNS       DNS
-	// Namespace is the HCN namespace (GUID) the endpoint is attached to; "" when none.
+	// Namespace is the HCN namespace (GUID) the endpoint is attached to; NoNamespace, as
+	// HNS reports it, or "" when none (see Attached).
 	Namespace string
 }
+
+// NoNamespace is the namespace HNS reports for an endpoint attached to none; removing an
+// endpoint from it fails.
+const NoNamespace = "00000000-0000-0000-0000-000000000000"
+
+// Attached reports whether the endpoint is attached to a namespace.
+func (e Endpoint) Attached() bool { return e.Namespace != "" && e.Namespace != NoNamespace }
 
 // Networks are HNS's networks.
 type Networks interface {

@@ -484,7 +484,9 @@ func (t *Transparent) deleteEndpoint(ctx context.Context, ep hns.Endpoint) error
 	dctx, cancel := context.WithTimeout(ctx, t.cfg.DeleteTimeout)
 	defer cancel()
 	err := func() error {
-		if ep.Namespace != "" {
+		// HNS reports an unattached endpoint in the all-zero namespace and refuses to
+		// remove it from there.
+		if ep.Attached() {
 			if err := t.hns.Detach(dctx, ep.Namespace, ep.ID); err != nil {
 				return fmt.Errorf("detaching HNS endpoint %s: %w", ep.Name, err)
 			}

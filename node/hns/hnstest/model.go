@@ -23,7 +23,8 @@ import (
 //     the vSwitch was renewing);
 //   - an endpoint needs its network, and its static addresses a subnet of the network
 //     (Microsoft's network-driver docs: a Transparent network's static addresses need
-//     its subnet); a namespace attach needs the endpoint and the
+//     its subnet); an endpoint attached to no namespace reports hns.NoNamespace, the
+//     all-zero GUID, and detaching it from that fails; a namespace attach needs the endpoint and the
 //     namespace; an endpoint is in one namespace at a time;
 //   - deleting a network with endpoints fails;
 //   - an attached endpoint has a vNIC "vEthernet (<name>)" (in the host's compartment for
@@ -547,7 +548,7 @@ func (m *Model) CreateEndpoint(ctx context.Context, e hns.Endpoint) (hns.Endpoin
 	}
 	e = cloneEndpoint(e)
 	e.ID = m.newID()
-	e.Namespace = ""
+	e.Namespace = hns.NoNamespace
 	m.endpoints[e.ID] = &e
 	return cloneEndpoint(e), nil
 }
@@ -609,7 +610,7 @@ func (m *Model) Attach(ctx context.Context, namespaceID, endpointID string) erro
 	switch e.Namespace {
 	case namespaceID:
 		return nil
-	case "":
+	case hns.NoNamespace:
 	default:
 		return fmt.Errorf("attaching endpoint %q to namespace %s: attached to %s: %w", e.Name, namespaceID, e.Namespace, hns.ErrExists)
 	}
@@ -628,12 +629,16 @@ func (m *Model) Detach(ctx context.Context, namespaceID, endpointID string) erro
 		return err
 	}
 	defer m.mu.Unlock()
+	if namespaceID == hns.NoNamespace {
+		// What HNS answers (Antrea's isValidHostNamespace guards against it).
+		return fmt.Errorf("removing endpoint %s from namespace %s: the parameter is incorrect", endpointID, namespaceID)
+	}
 	e := m.endpoints[endpointID]
 	if e == nil || e.Namespace != namespaceID {
 		return nil
 	}
 	m.removeVNIC(e)
-	e.Namespace = ""
+	e.Namespace = hns.NoNamespace
 	return nil
 }
 

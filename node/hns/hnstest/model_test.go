@@ -348,3 +348,34 @@ func TestStaticAddressNeedsSubnet(t *testing.T) {
 		t.Errorf("address outside the subnet: %v, want hns.ErrNoSubnet", err)
 	}
 }
+
+// HNS reports an unattached endpoint in the all-zero namespace, and refuses to remove it
+// from there (M3 of the Windows review).
+func TestUnattachedEndpointZeroNamespace(t *testing.T) {
+	ctx := context.Background()
+	m := newHost(t)
+	n, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := m.CreateEndpoint(ctx, hns.Endpoint{Name: "ep", NetworkID: n.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ep.Namespace != hns.NoNamespace || ep.Attached() {
+		t.Errorf("new endpoint in namespace %q (attached %v), want the zero GUID", ep.Namespace, ep.Attached())
+	}
+	if err := m.Detach(ctx, ep.Namespace, ep.ID); err == nil {
+		t.Error("detaching from the zero namespace succeeded")
+	}
+	ns := m.AddNamespace()
+	if err := m.Attach(ctx, ns, ep.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Detach(ctx, ns, ep.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := m.Endpoint(ctx, "ep"); got.Namespace != hns.NoNamespace {
+		t.Errorf("detached endpoint in namespace %q, want the zero GUID", got.Namespace)
+	}
+}
