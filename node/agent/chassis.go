@@ -20,12 +20,20 @@ func setupChassis(ctx context.Context, cfg Config, sw *ovs.Switch, host hostnet.
 	// fail_mode=secure: until ovn-controller has installed its flows br-int drops
 	// everything instead of switching between pods. disable-in-band: ovn-controller talks
 	// OpenFlow over a unix socket, so in-band control flows have nothing to protect.
-	err := sw.EnsureBridge(ctx, ovs.Bridge{
-		Name: IntegrationBridge, DatapathType: cfg.DatapathType, FailMode: "secure",
-		OtherConfig: map[string]string{"disable-in-band": "true"},
-	})
-	if err != nil {
-		return contract.NodeChassisInfo{}, hostnet.NodeAddress{}, err
+	brInt := func() error {
+		return sw.EnsureBridge(ctx, ovs.Bridge{
+			Name: IntegrationBridge, DatapathType: cfg.DatapathType, FailMode: "secure",
+			OtherConfig: map[string]string{"disable-in-band": "true"},
+		})
+	}
+	// On Windows (a LateBinder host) there is no datapath, and OVS cannot add a bridge's
+	// internal port, before SetupUplink has enabled the OVS extension on the vSwitch; a
+	// bridge added earlier stays without its port until ovs-vswitchd restarts.
+	_, late := host.(hostnet.LateBinder)
+	if !late {
+		if err := brInt(); err != nil {
+			return contract.NodeChassisInfo{}, hostnet.NodeAddress{}, err
+		}
 	}
 	var router netip.Addr
 	if subnet.IsValid() {
@@ -52,6 +60,11 @@ func setupChassis(ctx context.Context, cfg Config, sw *ovs.Switch, host hostnet.
 	if err != nil {
 		return contract.NodeChassisInfo{}, hostnet.NodeAddress{}, err
 	}
+	if late {
+		if err := brInt(); err != nil {
+			return contract.NodeChassisInfo{}, hostnet.NodeAddress{}, err
+		}
+	}
 	encapIP := cfg.EncapIP
 	if !encapIP.IsValid() {
 		encapIP = addr.IP.Addr()
@@ -71,7 +84,7 @@ func setupChassis(ctx context.Context, cfg Config, sw *ovs.Switch, host hostnet.
 	// the master creates its logical port; its MAC and address wait for the node subnet.
 	// Not on Windows (a LateBinder host): there OVS would bind the internal port to a stray
 	// host vNIC of its own, since the HNS endpoint it stands for comes with the subnet.
-	if _, late := host.(hostnet.LateBinder); !late {
+	if !late {
 		if _, err := sw.EnsurePort(ctx, IntegrationBridge, mgmtPort(cfg, nil)); err != nil {
 			return contract.NodeChassisInfo{}, hostnet.NodeAddress{}, err
 		}

@@ -72,11 +72,18 @@ func TestWindowsStartupAndAdoption(t *testing.T) {
 		if err != nil {
 			t.Fatalf("run %d: %v", run, err)
 		}
-		// OVS binds the adapter and the host vNIC to their own Hyper-V ports.
+		// OVS binds the adapter and the host vNIC to their own Hyper-V ports, and the
+		// bridges' own internal ports to vNICs it makes (which it can only once the
+		// extension is enabled: M1).
 		vs.Sync()
 		for iface, port := range map[string]string{"Ethernet0": "Ethernet0", "vEthernet (Ethernet0)": "vEthernet (Ethernet0)"} {
 			if b, ok := m.OVSBinding(iface); !ok || b.Port != port || b.ByOVS {
 				t.Errorf("run %d: OVS interface %q bound to %+v (%v), want the Hyper-V port %q", run, iface, b, ok, port)
+			}
+		}
+		for _, br := range []string{"br-int", "br-phy"} {
+			if b, ok := m.OVSBinding(br); !ok || !b.ByOVS {
+				t.Errorf("run %d: bridge %s's own port bound to %+v (%v), want a vNIC OVS made", run, br, b, ok)
 			}
 		}
 		calls := m.Calls()

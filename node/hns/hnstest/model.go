@@ -42,6 +42,11 @@ import (
 //     external port (the physical adapter); removing an internal interface, or changing
 //     its type, deletes the Hyper-V port of its name, the endpoint's included. Frames
 //     from a port OVS has not bound are dropped (Forwards);
+//   - an internal interface (a bridge's own included) that OVS first meets while no
+//     switch has the extension enabled cannot be added (lib/wmi.c refuses: "Open vSwitch
+//     Extension is not enabled on any switch") and stays unbound until ovs-vswitchd
+//     restarts (RestartOVS; the OVS Windows install guide's "ports don't get to the kernel
+//     datapath, restart ovs-vswitchd");
 //   - "mtu_request" and "mac" of an OVS interface do nothing (netdev-windows has no
 //     set_mtu or set_etheraddr): a pod vNIC comes up with MTU 1500 and keeps it until
 //     SetMTU.
@@ -81,8 +86,9 @@ type hvPort struct {
 }
 
 type ovsIface struct {
-	typ   string
-	bound *hvPort // nil: OVS has no datapath port for it
+	typ    string
+	bound  *hvPort // nil: OVS has no datapath port for it
+	failed bool    // met before the extension was enabled: unbound until RestartOVS
 }
 
 // Binding is the Hyper-V port OVS bound an interface to.
@@ -243,8 +249,12 @@ func (m *Model) SyncOVS(ifaces map[string]string) {
 			i = &ovsIface{typ: typ}
 			m.ovs[name] = i
 		}
-		if i.bound != nil || !m.extensionOn() {
-			continue // no datapath before the extension runs on a switch
+		if i.bound != nil || i.failed {
+			continue
+		}
+		if !m.extensionOn() {
+			i.failed = typ == "internal" // no datapath before the extension runs on a switch
+			continue
 		}
 		p := m.firstPort(name)
 		switch {
@@ -269,6 +279,16 @@ func (m *Model) extensionOn() bool {
 		}
 	}
 	return false
+}
+
+// RestartOVS is ovs-vswitchd restarting: it forgets the interfaces it failed to add, and
+// binds them again on the next SyncOVS.
+func (m *Model) RestartOVS() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, i := range m.ovs {
+		i.failed = false
+	}
 }
 
 // OVSBinding returns the Hyper-V port the OVS interface name is bound to, if any.

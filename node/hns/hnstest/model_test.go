@@ -379,3 +379,30 @@ func TestUnattachedEndpointZeroNamespace(t *testing.T) {
 		t.Errorf("detached endpoint in namespace %q, want the zero GUID", got.Namespace)
 	}
 }
+
+// An internal interface OVS meets before the extension is enabled stays unbound until
+// ovs-vswitchd restarts (M1 of the Windows review).
+func TestOVSBeforeExtension(t *testing.T) {
+	ctx := context.Background()
+	m := newHost(t)
+	n, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.SyncOVS(map[string]string{"br-int": "internal"})
+	if err := m.EnableExtension(ctx, n.ID, hns.OVSExtensionID); err != nil {
+		t.Fatal(err)
+	}
+	m.SyncOVS(map[string]string{"br-int": "internal", "br-phy": "internal"})
+	if b, ok := m.OVSBinding("br-int"); ok {
+		t.Errorf("br-int, added before the extension, bound to %+v", b)
+	}
+	if _, ok := m.OVSBinding("br-phy"); !ok {
+		t.Error("br-phy, added after the extension, is not bound")
+	}
+	m.RestartOVS()
+	m.SyncOVS(map[string]string{"br-int": "internal", "br-phy": "internal"})
+	if _, ok := m.OVSBinding("br-int"); !ok {
+		t.Error("br-int is not bound after ovs-vswitchd restarted")
+	}
+}
