@@ -49,6 +49,11 @@ func Run(ctx context.Context, cfg Config, log logr.Logger) error {
 			return err
 		}
 	}
+	if v, ok := host.(hostnet.Volatile); ok {
+		if err := dropStalePorts(ctx, sw, v, log); err != nil {
+			log.Error(err, "removing the ports of pod interfaces that are gone")
+		}
+	}
 	ch, addr, err := setupChassis(ctx, cfg, sw, host, subnet)
 	if err != nil {
 		return fmt.Errorf("chassis: %w", err)

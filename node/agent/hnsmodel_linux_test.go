@@ -333,3 +333,66 @@ func TestWindowsStartupRefusesForeignNetwork(t *testing.T) {
 		t.Error("br-phy exists after the refusal")
 	}
 }
+
+// M2: a reboot takes the HNS network and the pods' endpoints but not the OVS database.
+// The restarted agent removes the pod ports whose endpoints are gone before it enables the
+// extension again, so OVS makes no stray vNICs for them; without a reboot it keeps them.
+func TestWindowsRebootDropsStalePorts(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db := ovstest.Start(t)
+	sw := db.Connect()
+	m := windowsHost()
+	vs := db.FakeVSwitchd(m.SyncOVS)
+	cfg := windowsConfig("geneve")
+	if _, _, err := setupChassis(ctx, cfg, sw, transparent(m), winSubnet); err != nil {
+		t.Fatal(err)
+	}
+	net := m.Networks()[0]
+	const port = "ovt000000000001"
+	ep, err := m.CreateEndpoint(ctx, hns.Endpoint{Name: port, NetworkID: net.ID, MAC: winMAC,
+		IPs: []netip.Prefix{netip.MustParsePrefix("10.244.3.9/24")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := m.AddNamespace()
+	if err := m.Attach(ctx, ns, ep.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.StartSandbox(ns); err != nil {
+		t.Fatal(err)
+	}
+	db.Vsctl("add-port", "br-int", port, "--", "set", "Interface", port, "type=internal",
+		"external_ids:ovnt-container-id=c1", "external_ids:ovnt-pod=ns1/web-9")
+	vs.Sync()
+	if b, ok := m.OVSBinding(port); !ok || b.Endpoint != port {
+		t.Fatalf("before the reboot the pod port is bound to %+v (%v)", b, ok)
+	}
+	if err := dropStalePorts(ctx, sw, transparent(m), logr.Discard()); err != nil {
+		t.Fatal(err)
+	}
+	if got := db.Vsctl("list-ports", "br-int"); got != port {
+		t.Fatalf("a restart without a reboot removed the live pod's port: br-int ports %q", got)
+	}
+
+	m.Reboot()
+	host := transparent(m)
+	if err := dropStalePorts(ctx, sw, host, logr.Discard()); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := setupChassis(ctx, cfg, sw, host, winSubnet); err != nil {
+		t.Fatal(err)
+	}
+	vs.Sync()
+	if got := db.Vsctl("list-ports", "br-int"); got != "" {
+		t.Errorf("br-int ports after the reboot %q, want the stale pod port gone", got)
+	}
+	// An internal port met before the extension stays unbound only until ovs-vswitchd
+	// restarts; then a stale one would get its stray vNIC.
+	m.RestartOVS()
+	vs.Sync()
+	if got := m.HyperVPorts(); slices.Contains(got, port) {
+		t.Errorf("Hyper-V ports after the reboot %v: OVS made a stray vNIC for the stale port", got)
+	}
+	checkWindowsHNS(t, m)
+}

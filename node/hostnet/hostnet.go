@@ -59,6 +59,17 @@ type LateBinder interface {
 	AwaitPodInterface(ctx context.Context, ref PodRef, mtu int) (portType string, err error)
 }
 
+// Volatile is implemented by hosts whose pod interfaces can vanish while their switch ports
+// stay. Windows: HNS networks and endpoints do not survive a reboot, the OVS database does,
+// and once the extension is enabled again OVS gives every internal port whose Hyper-V port
+// is gone a stray host vNIC of that name. The agent removes such ports at start, before
+// the uplink.
+type Volatile interface {
+	// PodInterfaceExists reports whether the pod interface whose host side is called
+	// name (see HostIfName) exists; an error when that is not known.
+	PodInterfaceExists(ctx context.Context, name string) (bool, error)
+}
+
 // PodInterface is a pod's interface as the master allocated it.
 type PodInterface struct {
 	PodRef

@@ -94,7 +94,22 @@ func NewTransparent(h hns.HNS, ip hns.IPHelper, sys hns.System, cfg TransparentC
 // which must exist by then (see LateBinder).
 const windowsPortType = "internal"
 
-var _ LateBinder = (*Transparent)(nil)
+var (
+	_ LateBinder = (*Transparent)(nil)
+	_ Volatile   = (*Transparent)(nil)
+)
+
+// PodInterfaceExists reports whether the endpoint called name exists in HNS.
+func (t *Transparent) PodInterfaceExists(ctx context.Context, name string) (bool, error) {
+	_, err := t.hns.Endpoint(ctx, name)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, hns.ErrNotFound):
+		return false, nil
+	}
+	return false, fmt.Errorf("HNS endpoint %s: %w", name, err)
+}
 
 // SetupUplink creates the Transparent network on u.Iface, or adopts it after a restart,
 // makes sure the node's address is on the host vNIC, enables the OVS extension, and then

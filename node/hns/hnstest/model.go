@@ -47,6 +47,9 @@ import (
 //     Extension is not enabled on any switch") and stays unbound until ovs-vswitchd
 //     restarts (RestartOVS; the OVS Windows install guide's "ports don't get to the kernel
 //     datapath, restart ovs-vswitchd");
+//   - a reboot (Reboot) keeps nothing of HNS: networks, endpoints and pods' namespaces are
+//     gone, the adapter has its IP configuration back and ovs-vswitchd starts afresh (its
+//     database, with every port in it, stays);
 //   - "mtu_request" and "mac" of an OVS interface do nothing (netdev-windows has no
 //     set_mtu or set_etheraddr): a pod vNIC comes up with MTU 1500 and keeps it until
 //     SetMTU.
@@ -279,6 +282,36 @@ func (m *Model) extensionOn() bool {
 		}
 	}
 	return false
+}
+
+// Reboot is the host restarting: HNS networks are not persistent (Antrea's known issue),
+// so the networks, their endpoints and vNICs, the Hyper-V ports and the pods' namespaces
+// go; the adapter gets its IP configuration back from the host vNIC; ovs-vswitchd has
+// bound nothing yet.
+func (m *Model) Reboot() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.applyMoves(time.Now())
+	m.moves = nil
+	for _, n := range m.networks {
+		vnic := hns.HostVNIC(n.Adapter)
+		if a, v := m.ifaces[n.Adapter], m.ifaces[vnic]; a != nil && v != nil {
+			a.IPConfig = cloneConfig(v.IPConfig)
+		}
+		delete(m.ifaces, vnic)
+	}
+	for _, e := range m.endpoints {
+		delete(m.ifaces, hns.HostVNIC(e.Name))
+	}
+	clear(m.networks)
+	clear(m.endpoints)
+	for id := range m.namespaces {
+		if id != m.hostNS {
+			delete(m.namespaces, id)
+		}
+	}
+	m.ports = nil
+	clear(m.ovs)
 }
 
 // RestartOVS is ovs-vswitchd restarting: it forgets the interfaces it failed to add, and
