@@ -69,29 +69,38 @@ func (d *DB) Connect() *ovs.Switch {
 // block returns true for (given the interface's name and iface-id); it stops when the test
 // ends.
 func (d *DB) FakeOVNController(block func(name, ifaceID string) bool) {
+	d.every(50*time.Millisecond, func() {
+		out, err := d.TryVsctl("--bare", "--columns=name", "find", "Interface", "external_ids:iface-id!=\"\"")
+		if err != nil {
+			return
+		}
+		for _, name := range strings.Fields(out) {
+			id, _ := d.TryVsctl("--if-exists", "get", "Interface", name, "external_ids:iface-id")
+			id = strings.Trim(id, `"`)
+			if block != nil && block(name, id) {
+				continue
+			}
+			inst, _ := d.TryVsctl("--if-exists", "get", "Interface", name, "external_ids:ovn-installed")
+			if strings.Trim(inst, `"`) != "true" {
+				d.TryVsctl("set", "Interface", name, "external_ids:ovn-installed=true")
+			}
+		}
+	})
+}
+
+// every runs fn on a goroutine of its own every interval until the test ends (and waits
+// for it then).
+func (d *DB) every(interval time.Duration, fn func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	d.t.Cleanup(func() { cancel(); <-done })
 	go func() {
 		defer close(done)
 		for ctx.Err() == nil {
-			out, err := d.TryVsctl("--bare", "--columns=name", "find", "Interface", "external_ids:iface-id!=\"\"")
-			if err == nil {
-				for _, name := range strings.Fields(out) {
-					id, _ := d.TryVsctl("--if-exists", "get", "Interface", name, "external_ids:iface-id")
-					id = strings.Trim(id, `"`)
-					if block != nil && block(name, id) {
-						continue
-					}
-					inst, _ := d.TryVsctl("--if-exists", "get", "Interface", name, "external_ids:ovn-installed")
-					if strings.Trim(inst, `"`) != "true" {
-						d.TryVsctl("set", "Interface", name, "external_ids:ovn-installed=true")
-					}
-				}
-			}
+			fn()
 			select {
 			case <-ctx.Done():
-			case <-time.After(50 * time.Millisecond):
+			case <-time.After(interval):
 			}
 		}
 	}()
@@ -109,19 +118,7 @@ type VSwitchd struct {
 // FakeVSwitchd starts a VSwitchd over apply.
 func (d *DB) FakeVSwitchd(apply func(ifaces map[string]string)) *VSwitchd {
 	v := &VSwitchd{d: d, apply: apply}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	d.t.Cleanup(func() { cancel(); <-done })
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			_ = v.sync() // a failed read is retried; Sync reports one
-			select {
-			case <-ctx.Done():
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
-	}()
+	d.every(20*time.Millisecond, func() { _ = v.sync() }) // a failed read is retried; Sync reports one
 	return v
 }
 
