@@ -16,7 +16,9 @@ import (
 var (
 	// ErrNotFound: no network, endpoint, namespace or interface of that name or ID.
 	ErrNotFound = errors.New("not found")
-	// ErrExists: HNS names are unique per kind.
+	// ErrExists: the adapter is bound to another network, the endpoint attached to
+	// another namespace, or a port exists. HNS does not keep names unique: callers look a
+	// name up before they create it.
 	ErrExists = errors.New("already exists")
 	// ErrVirtualAdapter: a Transparent network needs a physical adapter.
 	ErrVirtualAdapter = errors.New("adapter is not a physical adapter")
@@ -84,11 +86,12 @@ func (e Endpoint) Attached() bool { return e.Namespace != "" && e.Namespace != N
 
 // Networks are HNS's networks.
 type Networks interface {
-	// Network returns the network called name, or ErrNotFound.
+	// Network returns the network called name (the first, if several are), or ErrNotFound.
 	Network(ctx context.Context, name string) (Network, error)
 	// CreateTransparentNetwork creates a Transparent network called name bound to the
-	// physical adapter, with static IPAM subnets. Not idempotent: ErrExists if the name is
-	// taken; ErrVirtualAdapter for a virtual adapter. On success HNS moves the adapter's IP
+	// physical adapter, with static IPAM subnets. Not idempotent: a second network of the
+	// same name is created (ErrExists only if the adapter is bound already);
+	// ErrVirtualAdapter for a virtual adapter. On success HNS moves the adapter's IP
 	// configuration to the host vNIC "vEthernet (<adapter>)", some time later (or, on some
 	// builds, not at all).
 	CreateTransparentNetwork(ctx context.Context, name, adapter string, subnets []Subnet) (Network, error)
@@ -102,10 +105,11 @@ type Networks interface {
 // Endpoints are HNS's endpoints and their attachment to HCN namespaces.
 type Endpoints interface {
 	// CreateEndpoint creates e on e.NetworkID and returns it with its ID. Not idempotent:
-	// ErrExists if the name is taken, ErrNotFound if the network is gone, ErrNoSubnet if
+	// a second endpoint of the same name is created; ErrNotFound if the network is gone,
+	// ErrNoSubnet if
 	// an address is in none of the network's subnets.
 	CreateEndpoint(ctx context.Context, e Endpoint) (Endpoint, error)
-	// Endpoint returns the endpoint called name, or ErrNotFound.
+	// Endpoint returns the endpoint called name (the first, if several are), or ErrNotFound.
 	Endpoint(ctx context.Context, name string) (Endpoint, error)
 	// ListEndpoints returns the endpoints of a network.
 	ListEndpoints(ctx context.Context, networkID string) ([]Endpoint, error)

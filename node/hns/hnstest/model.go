@@ -16,7 +16,9 @@ import (
 
 // Model is an in-memory HNS, host IP configuration and feature set, for tests. It keeps
 // its state in its fields and enforces the rules the node relies on or must survive:
-//   - a Transparent network needs an existing, physical adapter; names are unique;
+//   - a Transparent network needs an existing, physical adapter, and one adapter serves
+//     one network; HNS does not keep network or endpoint names unique: a second of the
+//     same name is created, and a look-up by name returns the oldest;
 //   - creating it moves the adapter's IP configuration to "vEthernet (<adapter>)" after
 //     IPMoveDelay, or never when IPMoveLost is set (what some builds do); enabling the OVS
 //     extension while the move is pending loses the address altogether (the DHCP lease
@@ -472,13 +474,16 @@ func (m *Model) Features(ctx context.Context) (hns.Features, error) {
 	return m.features, nil
 }
 
+// networkByName returns the oldest network called name: HNS does not keep names unique,
+// and a query by name answers with the first match.
 func (m *Model) networkByName(name string) *hns.Network {
+	var first *hns.Network
 	for _, n := range m.networks {
-		if n.Name == name {
-			return n
+		if n.Name == name && (first == nil || n.ID < first.ID) { // IDs grow with seq
+			first = n
 		}
 	}
-	return nil
+	return first
 }
 
 func (m *Model) Network(ctx context.Context, name string) (hns.Network, error) {
@@ -498,9 +503,6 @@ func (m *Model) CreateTransparentNetwork(ctx context.Context, name, adapter stri
 		return hns.Network{}, err
 	}
 	defer m.mu.Unlock()
-	if m.networkByName(name) != nil {
-		return hns.Network{}, fmt.Errorf("network %q: %w", name, hns.ErrExists)
-	}
 	a := m.ifaces[adapter]
 	if a == nil {
 		return hns.Network{}, fmt.Errorf("network %q: adapter %q: %w", name, adapter, hns.ErrNotFound)
@@ -573,13 +575,15 @@ func (m *Model) DeleteNetwork(ctx context.Context, id string) error {
 	return nil
 }
 
+// endpointByName returns the oldest endpoint called name (see networkByName).
 func (m *Model) endpointByName(name string) *hns.Endpoint {
+	var first *hns.Endpoint
 	for _, e := range m.endpoints {
-		if e.Name == name {
-			return e
+		if e.Name == name && (first == nil || e.ID < first.ID) {
+			first = e
 		}
 	}
-	return nil
+	return first
 }
 
 func (m *Model) CreateEndpoint(ctx context.Context, e hns.Endpoint) (hns.Endpoint, error) {
@@ -595,9 +599,6 @@ func (m *Model) CreateEndpoint(ctx context.Context, e hns.Endpoint) (hns.Endpoin
 		if !slices.ContainsFunc(n.Subnets, func(s hns.Subnet) bool { return s.Prefix.Contains(ip.Addr()) }) {
 			return hns.Endpoint{}, fmt.Errorf("endpoint %q: %s on network %q: %w", e.Name, ip, n.Name, hns.ErrNoSubnet)
 		}
-	}
-	if m.endpointByName(e.Name) != nil {
-		return hns.Endpoint{}, fmt.Errorf("endpoint %q: %w", e.Name, hns.ErrExists)
 	}
 	e = cloneEndpoint(e)
 	e.ID = m.newID()

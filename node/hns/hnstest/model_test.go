@@ -43,14 +43,35 @@ func TestTransparentNeedsPhysicalAdapter(t *testing.T) {
 	}
 }
 
-func TestNetworkNamesUnique(t *testing.T) {
+// HNS does not keep names unique; one adapter serves one network.
+func TestNamesNotUnique(t *testing.T) {
 	ctx := context.Background()
 	m := newHost(t)
-	if _, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0", nil); err != nil {
+	m.AddAdapter("Ethernet1", adapterMAC, true, hns.IPConfig{})
+	first, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0", nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0", nil); !errors.Is(err, hns.ErrExists) {
-		t.Fatalf("second network of the same name: %v, want hns.ErrExists", err)
+	if _, err := m.CreateTransparentNetwork(ctx, "other", "Ethernet0", nil); !errors.Is(err, hns.ErrExists) {
+		t.Fatalf("second network on the same adapter: %v, want hns.ErrExists", err)
+	}
+	if _, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet1", nil); err != nil {
+		t.Fatalf("second network of the same name: %v, want it created", err)
+	}
+	if n, err := m.Network(ctx, "ovnt"); err != nil || n.ID != first.ID {
+		t.Errorf("look-up by name: %+v (%v), want the first network", n, err)
+	}
+	ep, err := m.CreateEndpoint(ctx, hns.Endpoint{Name: "ep", NetworkID: first.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.CreateEndpoint(ctx, hns.Endpoint{Name: "ep", NetworkID: first.ID}); err != nil {
+		t.Fatalf("second endpoint of the same name: %v, want it created", err)
+	}
+	for range 5 {
+		if got, err := m.Endpoint(ctx, "ep"); err != nil || got.ID != ep.ID {
+			t.Fatalf("look-up by name: %+v (%v), want the first endpoint", got, err)
+		}
 	}
 }
 
@@ -117,9 +138,6 @@ func TestEndpointRules(t *testing.T) {
 	ep, err := m.CreateEndpoint(ctx, hns.Endpoint{Name: "ep", NetworkID: n.ID})
 	if err != nil {
 		t.Fatal(err)
-	}
-	if _, err := m.CreateEndpoint(ctx, hns.Endpoint{Name: "ep", NetworkID: n.ID}); !errors.Is(err, hns.ErrExists) {
-		t.Fatalf("duplicate endpoint name: %v", err)
 	}
 	ns := m.AddNamespace()
 	if err := m.Attach(ctx, ns, "missing"); !errors.Is(err, hns.ErrNotFound) {
