@@ -396,3 +396,43 @@ func TestWindowsRebootDropsStalePorts(t *testing.T) {
 	}
 	checkWindowsHNS(t, m)
 }
+
+// M4: a host that lists no default namespace gets one, once, for the management port.
+func TestWindowsManagementPortWithoutHostNamespace(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db := ovstest.Start(t)
+	sw := db.Connect()
+	m := windowsHost()
+	m.NoHostNamespace()
+	host := transparent(m)
+	cfg := windowsConfig("geneve")
+	if _, _, err := setupChassis(ctx, cfg, sw, host, winSubnet); err != nil {
+		t.Fatal(err)
+	}
+	c := &nodeController{cfg: cfg, sw: sw, host: host}
+	for range 2 {
+		if err := c.setupManagementPort(ctx, winSubnet); err != nil {
+			t.Fatalf("management port on a host without a default namespace: %v", err)
+		}
+	}
+	created := 0
+	for _, op := range m.Calls() {
+		if op == "CreateHostNamespace" {
+			created++
+		}
+	}
+	if created != 1 {
+		t.Errorf("host namespaces created: %d, want 1", created)
+	}
+	host1, err := m.HostNamespace(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ep, err := m.Endpoint(ctx, "k8s-win1"); err != nil || ep.Namespace != host1 {
+		t.Errorf("management endpoint %+v (%v), want it in the host namespace %s", ep, err, host1)
+	}
+	if _, ok := m.InterfaceNow("vEthernet (k8s-win1)"); !ok {
+		t.Error("no management vNIC")
+	}
+}

@@ -289,3 +289,12 @@ func (hcnHNS) HostNamespace(ctx context.Context) (string, error) {
 	}
 	return "", fmt.Errorf("host default namespace: %w", ErrNotFound)
 }
+
+func (hcnHNS) CreateHostNamespace(ctx context.Context) (string, error) {
+	req := &hcn.HostComputeNamespace{Type: hcn.NamespaceTypeHostDefault, SchemaVersion: hcn.V2SchemaVersion()}
+	ns, err := call(ctx, req.Create)
+	if err != nil {
+		return "", err
+	}
+	return ns.Id, nil
+}

@@ -122,8 +122,11 @@ type Endpoints interface {
 	// Detach detaches it. Idempotent: nil if not attached or gone.
 	Detach(ctx context.Context, namespaceID, endpointID string) error
 	// HostNamespace returns the host's default namespace: an endpoint attached to it gets
-	// a host vNIC called "vEthernet (<endpoint name>)".
+	// a host vNIC called "vEthernet (<endpoint name>)". ErrNotFound if HNS lists none.
 	HostNamespace(ctx context.Context) (string, error)
+	// CreateHostNamespace creates a host default namespace and returns it (some hosts list
+	// none until one is created, as hcsshim's own tests do).
+	CreateHostNamespace(ctx context.Context) (string, error)
 }
 
 // HNS is the whole service as the node uses it.

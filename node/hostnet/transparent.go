@@ -557,6 +557,10 @@ func (t *Transparent) SetupManagementPort(ctx context.Context, m ManagementPort)
 		return err
 	}
 	host, err := t.hns.HostNamespace(ctx)
+	if errors.Is(err, hns.ErrNotFound) {
+		// Some hosts list no default namespace until one is created.
+		host, err = t.hns.CreateHostNamespace(ctx)
+	}
 	if err != nil {
 		return fmt.Errorf("host namespace: %w", err)
 	}

@@ -49,6 +49,7 @@ import (
 //     Extension is not enabled on any switch") and stays unbound until ovs-vswitchd
 //     restarts (RestartOVS; the OVS Windows install guide's "ports don't get to the kernel
 //     datapath, restart ovs-vswitchd");
+//   - a host may list no default namespace (NoHostNamespace) until one is created;
 //   - a reboot (Reboot) keeps nothing of HNS: networks, endpoints and pods' namespaces are
 //     gone, the adapter has its IP configuration back and ovs-vswitchd starts afresh (its
 //     database, with every port in it, stays);
@@ -701,7 +702,32 @@ func (m *Model) HostNamespace(ctx context.Context) (string, error) {
 		return "", err
 	}
 	defer m.mu.Unlock()
+	if m.hostNS == "" {
+		return "", fmt.Errorf("host default namespace: %w", hns.ErrNotFound)
+	}
 	return m.hostNS, nil
+}
+
+// NoHostNamespace makes the host list no default namespace until one is created (what
+// hcsshim's tests prepare for).
+func (m *Model) NoHostNamespace() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.namespaces, m.hostNS)
+	m.hostNS = ""
+}
+
+func (m *Model) CreateHostNamespace(ctx context.Context) (string, error) {
+	if err := m.enter(ctx, "CreateHostNamespace"); err != nil {
+		return "", err
+	}
+	defer m.mu.Unlock()
+	id := m.newID()
+	m.namespaces[id] = &namespace{started: true}
+	if m.hostNS == "" {
+		m.hostNS = id
+	}
+	return id, nil
 }
 
 func (m *Model) Interface(ctx context.Context, name string) (hns.Interface, error) {
