@@ -239,21 +239,29 @@ func TestPreflight(t *testing.T) {
 	}
 }
 
+// withEndpoint creates the network "ovnt" on Ethernet0 and an endpoint called name on it.
+func withEndpoint(t *testing.T, m *Model, name string) (hns.Network, hns.Endpoint) {
+	t.Helper()
+	ctx := context.Background()
+	n, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := m.CreateEndpoint(ctx, hns.Endpoint{Name: name, NetworkID: n.ID, MAC: adapterMAC})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n, ep
+}
+
 // podHost is newHost with the network created, the OVS extension enabled and one pod
 // endpoint "ovt1" attached to a sandbox that has not started.
 func podHost(t *testing.T) (m *Model, ns string, ep hns.Endpoint) {
 	t.Helper()
 	ctx := context.Background()
 	m = newHost(t)
-	n, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	n, ep := withEndpoint(t, m, "ovt1")
 	if err := m.EnableExtension(ctx, n.ID, hns.OVSExtensionID); err != nil {
-		t.Fatal(err)
-	}
-	ep, err = m.CreateEndpoint(ctx, hns.Endpoint{Name: "ovt1", NetworkID: n.ID, MAC: adapterMAC})
-	if err != nil {
 		t.Fatal(err)
 	}
 	ns = m.AddNamespace()
@@ -372,14 +380,7 @@ func TestStaticAddressNeedsSubnet(t *testing.T) {
 func TestUnattachedEndpointZeroNamespace(t *testing.T) {
 	ctx := context.Background()
 	m := newHost(t)
-	n, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep, err := m.CreateEndpoint(ctx, hns.Endpoint{Name: "ep", NetworkID: n.ID})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, ep := withEndpoint(t, m, "ep")
 	if ep.Namespace != hns.NoNamespace || ep.Attached() {
 		t.Errorf("new endpoint in namespace %q (attached %v), want the zero GUID", ep.Namespace, ep.Attached())
 	}
