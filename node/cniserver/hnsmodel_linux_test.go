@@ -263,7 +263,7 @@ func TestWindowsFailedAddLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The worker's calls after ADD (waiting for the vNIC, its MTU) are not ADD's steps.
-	steps := slices.Compact(slices.DeleteFunc(e.m.Calls(), func(op string) bool { return op == "Interface" || op == "SetMTU" }))
+	steps := slices.Compact(slices.DeleteFunc(e.m.Calls(), func(op string) bool { return op == "PodVNIC" || op == "SetMTU" }))
 	if _, err := e.call("DEL", 1, ns); err != nil {
 		t.Fatal(err)
 	}

@@ -161,14 +161,24 @@ type Interface struct {
 
 // IPHelper reads and writes the host's interfaces (the IP Helper API on Windows).
 type IPHelper interface {
-	// Interface returns the interface with that alias, or ErrNotFound.
+	// Interface returns the interface with that alias in the host's network compartment
+	// (the agent's), or ErrNotFound: a pod's vNIC, in the pod's compartment, is not found.
 	Interface(ctx context.Context, name string) (Interface, error)
+	// PodVNIC returns the vNIC with that alias in any network compartment, or ErrNotFound.
+	PodVNIC(ctx context.Context, name string) (VNIC, error)
 	// Configure makes the interface hold exactly c's addresses, default gateway, DNS
 	// servers and routes (others are removed) and c's MTU if set. Idempotent.
 	Configure(ctx context.Context, name string, c IPConfig) error
 	// SetMTU sets the IPv4 MTU of the interface with that alias in any network
 	// compartment (a pod's vNIC lives in the pod's), or returns ErrNotFound. Idempotent.
 	SetMTU(ctx context.Context, name string, mtu int) error
+}
+
+// VNIC is a vNIC as seen from any network compartment.
+type VNIC struct {
+	Name        string
+	MTU         int
+	Compartment int
 }
 
 // Features are what the host has installed, for the preflight checks.

@@ -103,6 +103,14 @@ func adapter(name string) (*windows.IpAdapterAddresses, error) {
 	return findAdapter(name, windows.GAA_FLAG_INCLUDE_GATEWAYS)
 }
 
+func (ipHelper) PodVNIC(_ context.Context, name string) (VNIC, error) {
+	a, err := findAdapter(name, windows.GAA_FLAG_INCLUDE_ALL_COMPARTMENTS)
+	if err != nil {
+		return VNIC{}, err
+	}
+	return VNIC{Name: name, MTU: int(a.Mtu), Compartment: int(a.CompartmentId)}, nil
+}
+
 func (ipHelper) SetMTU(_ context.Context, name string, mtu int) error {
 	// A pod's vNIC is in the pod's network compartment. The IP interface row is set from
 	// inside that compartment: the calling thread switches to it and back (the host's

@@ -436,7 +436,9 @@ func (t *Transparent) AwaitPodInterface(ctx context.Context, ref PodRef, mtu int
 	tick := time.NewTicker(t.cfg.Poll)
 	defer tick.Stop()
 	for {
-		v, err := t.ip.Interface(ctx, name)
+		// The vNIC is in the pod's network compartment, which the agent's (the host's)
+		// look-ups do not see.
+		v, err := t.ip.PodVNIC(ctx, name)
 		if err == nil {
 			if mtu > 0 && v.MTU != mtu {
 				if err := t.ip.SetMTU(ctx, name, mtu); err != nil {

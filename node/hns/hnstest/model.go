@@ -30,7 +30,9 @@ import (
 //     namespace; an endpoint is in one namespace at a time;
 //   - deleting a network with endpoints fails;
 //   - an attached endpoint has a vNIC "vEthernet (<name>)" (in the host's compartment for
-//     the host namespace, else in the pod's), gone when it is detached or deleted. It
+//     the host namespace, else in the pod's: Interface, which reads the agent's (the
+//     host's) compartment, does not find a pod's, PodVNIC and SetMTU do), gone when it is
+//     detached or deleted. It
 //     appears at once for the host namespace, but for a pod's only once the runtime has
 //     started the sandbox (StartSandbox): containerd runs CNI ADD before it creates and
 //     starts the sandbox, so a pod's vNIC never exists while ADD runs;
@@ -74,6 +76,7 @@ type Model struct {
 	ports      []*hvPort                 // the vSwitch's Hyper-V ports, oldest first
 	ovs        map[string]*ovsIface      // the OVS interfaces SyncOVS last saw, by name
 	ifaces     map[string]*hns.Interface // by alias
+	podIfaces  map[string]bool           // aliases of vNICs in a pod's compartment
 	moves      []pendingMove
 	faults     map[string]fault
 	calls      []string
@@ -123,6 +126,7 @@ func NewModel() *Model {
 		endpoints:  map[string]*hns.Endpoint{},
 		namespaces: map[string]*namespace{},
 		ifaces:     map[string]*hns.Interface{},
+		podIfaces:  map[string]bool{},
 		ovs:        map[string]*ovsIface{},
 		faults:     map[string]fault{},
 	}
@@ -188,12 +192,14 @@ func (m *Model) addVNIC(e *hns.Endpoint) {
 	}
 	m.seq++
 	m.ifaces[name] = &hns.Interface{Name: name, Index: m.seq, MAC: e.MAC, IPConfig: hns.IPConfig{MTU: 1500}}
+	m.podIfaces[name] = e.Namespace != m.hostNS
 	m.ports = append(m.ports, &hvPort{name: e.Name, endpoint: e.Name, internal: true})
 }
 
 // removeVNIC removes e's vNIC and its Hyper-V port, and OVS's binding to that port.
 func (m *Model) removeVNIC(e *hns.Endpoint) {
 	delete(m.ifaces, hns.HostVNIC(e.Name))
+	delete(m.podIfaces, hns.HostVNIC(e.Name))
 	m.removePorts(func(p *hvPort) bool { return p.endpoint == e.Name })
 }
 
@@ -736,10 +742,22 @@ func (m *Model) Interface(ctx context.Context, name string) (hns.Interface, erro
 	}
 	defer m.mu.Unlock()
 	i := m.ifaces[name]
-	if i == nil {
+	if i == nil || m.podIfaces[name] { // the agent's compartment is the host's
 		return hns.Interface{}, fmt.Errorf("interface %q: %w", name, hns.ErrNotFound)
 	}
 	return cloneInterface(*i), nil
+}
+
+func (m *Model) PodVNIC(ctx context.Context, name string) (hns.VNIC, error) {
+	if err := m.enter(ctx, "PodVNIC"); err != nil {
+		return hns.VNIC{}, err
+	}
+	defer m.mu.Unlock()
+	i := m.ifaces[name]
+	if i == nil {
+		return hns.VNIC{}, fmt.Errorf("vNIC %q: %w", name, hns.ErrNotFound)
+	}
+	return hns.VNIC{Name: name, MTU: i.MTU}, nil
 }
 
 func (m *Model) Configure(ctx context.Context, name string, c hns.IPConfig) error {

@@ -284,6 +284,14 @@ func TestPodVNICAppearsWhenSandboxStarts(t *testing.T) {
 	if !ok || v.MTU != 1500 {
 		t.Fatalf("after the sandbox started: vNIC %+v (%v), want it with MTU 1500", v, ok)
 	}
+	// It is in the pod's compartment: the host's look-up does not see it.
+	ctx := context.Background()
+	if _, err := m.Interface(ctx, hns.HostVNIC("ovt1")); !errors.Is(err, hns.ErrNotFound) {
+		t.Errorf("Interface found the pod's vNIC (%v); it reads the host's compartment only", err)
+	}
+	if p, err := m.PodVNIC(ctx, hns.HostVNIC("ovt1")); err != nil || p.MTU != 1500 {
+		t.Errorf("PodVNIC: %+v (%v)", p, err)
+	}
 	if err := m.StartSandbox("nope"); !errors.Is(err, hns.ErrNotFound) {
 		t.Errorf("starting a missing sandbox: %v, want hns.ErrNotFound", err)
 	}
