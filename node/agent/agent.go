@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"time"
@@ -26,7 +27,8 @@ import (
 )
 
 // Run is the agent's life: chassis first (ovn-controller can start while the rest comes
-// up) and the gateway bridge's flows, then the API server, then the CNI socket, and the
+// up; on Windows after the master has allocated the node subnet, which the HNS network is
+// created with) and the gateway bridge's flows, then the API server, then the CNI socket, and the
 // plugin is installed last, so a runtime that finds the configuration finds an agent
 // answering behind it. It returns nil when ctx ends; pods keep their interfaces and ports,
 // and the gateway bridge its flows, across a restart.
@@ -38,7 +40,22 @@ func Run(ctx context.Context, cfg Config, log logr.Logger) error {
 	}
 	defer sw.Close()
 	host := hostnet.New(log.WithName("hostnet"))
-	ch, addr, err := setupChassis(ctx, cfg, sw, host)
+	client, err := kubeClient(cfg.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	var subnet netip.Prefix
+	if uplinkNeedsSubnet {
+		if subnet, err = waitNodeSubnet(ctx, client, cfg.NodeName, 2*time.Second, log); err != nil {
+			return err
+		}
+	}
+	if v, ok := host.(hostnet.Volatile); ok {
+		if err := dropStalePorts(ctx, sw, v, log); err != nil {
+			log.Error(err, "removing the ports of pod interfaces that are gone")
+		}
+	}
+	ch, addr, err := setupChassis(ctx, cfg, sw, host, subnet)
 	if err != nil {
 		return fmt.Errorf("chassis: %w", err)
 	}
@@ -53,10 +70,6 @@ func Run(ctx context.Context, cfg Config, log logr.Logger) error {
 		defer stopGateway()
 	}
 
-	client, err := kubeClient(cfg.Kubeconfig)
-	if err != nil {
-		return err
-	}
 	watcher := pods.NewWatcher(client, cfg.NodeName)
 	watcher.Start(ctx)
 	nodes := newNodeController(cfg, client, sw, host, ch, log.WithName("node"))
@@ -70,7 +83,12 @@ func Run(ctx context.Context, cfg Config, log logr.Logger) error {
 		AnnotationTimeout: cfg.AnnotationTTL, InstallTimeout: cfg.PortInstallTimeout,
 		NodeIP: addr.IP.Addr(), HostPorts: hostPortNAT(cfg, log),
 	}, host, sw, watcher, ready, log.WithName("cni"))
+	defer srv.Close()
 	if err := srv.SyncHostPorts(ctx); err != nil {
+		return err
+	}
+	// Ports a restart left unfinished (Windows: waiting for their pod's vNIC).
+	if err := srv.ResumeBinders(ctx); err != nil {
 		return err
 	}
 	health := healthpkg.New()

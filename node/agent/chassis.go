@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"net"
+	"net/netip"
 	"runtime"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
@@ -13,20 +14,34 @@ import (
 // setupChassis makes the node an OVN chassis: br-int, the gateway bridge with the node's
 // address, the settings ovn-controller reads, and the management port's OVS side. It returns
 // what the Node's chassis annotation says and the node's address. Every step converges, so a
-// restart changes nothing.
-func setupChassis(ctx context.Context, cfg Config, sw *ovs.Switch, host hostnet.Host) (contract.NodeChassisInfo, hostnet.NodeAddress, error) {
+// restart changes nothing. subnet is the node's pod subnet where the host needs it for the
+// uplink (Windows, hostnet.Uplink.PodSubnet), else zero.
+func setupChassis(ctx context.Context, cfg Config, sw *ovs.Switch, host hostnet.Host, subnet netip.Prefix) (contract.NodeChassisInfo, hostnet.NodeAddress, error) {
 	// fail_mode=secure: until ovn-controller has installed its flows br-int drops
 	// everything instead of switching between pods. disable-in-band: ovn-controller talks
 	// OpenFlow over a unix socket, so in-band control flows have nothing to protect.
-	err := sw.EnsureBridge(ctx, ovs.Bridge{
-		Name: IntegrationBridge, DatapathType: cfg.DatapathType, FailMode: "secure",
-		OtherConfig: map[string]string{"disable-in-band": "true"},
-	})
-	if err != nil {
-		return contract.NodeChassisInfo{}, hostnet.NodeAddress{}, err
+	brInt := func() error {
+		return sw.EnsureBridge(ctx, ovs.Bridge{
+			Name: IntegrationBridge, DatapathType: cfg.DatapathType, FailMode: "secure",
+			OtherConfig: map[string]string{"disable-in-band": "true"},
+		})
+	}
+	// On Windows (a LateBinder host) there is no datapath, and OVS cannot add a bridge's
+	// internal port, before SetupUplink has enabled the OVS extension on the vSwitch; a
+	// bridge added earlier stays without its port until ovs-vswitchd restarts.
+	_, late := host.(hostnet.LateBinder)
+	if !late {
+		if err := brInt(); err != nil {
+			return contract.NodeChassisInfo{}, hostnet.NodeAddress{}, err
+		}
+	}
+	var router netip.Addr
+	if subnet.IsValid() {
+		router = contract.RouterIP(subnet)
 	}
 	addr, err := host.SetupUplink(ctx, hostnet.Uplink{
 		Iface: cfg.UplinkIface, Bridge: cfg.GatewayBridge, PreferIP: cfg.EncapIP,
+		PodSubnet: subnet, PodSubnetRouter: router,
 		Attach: func(ctx context.Context, mac net.HardwareAddr) error {
 			// hwaddr pins the bridge's MAC to the uplink's: OVS would otherwise pick one
 			// of its ports' MACs, which changes as ovn-controller adds patch ports.
@@ -44,6 +59,11 @@ func setupChassis(ctx context.Context, cfg Config, sw *ovs.Switch, host hostnet.
 	})
 	if err != nil {
 		return contract.NodeChassisInfo{}, hostnet.NodeAddress{}, err
+	}
+	if late {
+		if err := brInt(); err != nil {
+			return contract.NodeChassisInfo{}, hostnet.NodeAddress{}, err
+		}
 	}
 	// The TLS files first: with ovn-remote ssl: and no SSL row, ovn-controller would try
 	// (and fail) connections until the row came.
@@ -75,8 +95,12 @@ func setupChassis(ctx context.Context, cfg Config, sw *ovs.Switch, host hostnet.
 	}
 	// The management port exists from the start, so ovn-controller can bind it as soon as
 	// the master creates its logical port; its MAC and address wait for the node subnet.
-	if _, err := sw.EnsurePort(ctx, IntegrationBridge, mgmtPort(cfg, nil)); err != nil {
-		return contract.NodeChassisInfo{}, hostnet.NodeAddress{}, err
+	// Not on Windows (a LateBinder host): there OVS would bind the internal port to a stray
+	// host vNIC of its own, since the HNS endpoint it stands for comes with the subnet.
+	if !late {
+		if _, err := sw.EnsurePort(ctx, IntegrationBridge, mgmtPort(cfg, nil)); err != nil {
+			return contract.NodeChassisInfo{}, hostnet.NodeAddress{}, err
+		}
 	}
 	info := contract.NodeChassisInfo{
 		ChassisID: systemID, NodeIP: addr.IP.String(), GatewayMAC: addr.MAC.String(), OS: runtime.GOOS,

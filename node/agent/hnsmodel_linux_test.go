@@ -6,6 +6,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/netip"
 	"slices"
@@ -28,6 +29,8 @@ var (
 	winGW     = netip.MustParseAddr("172.18.0.254")
 	winDNS    = netip.MustParseAddr("172.18.0.53")
 	winRoute  = hns.Route{Dst: netip.MustParsePrefix("192.168.50.0/24"), NextHop: netip.MustParseAddr("172.18.0.250")}
+	// winSubnet is the node's pod subnet, which the master allocated before start-up.
+	winSubnet = netip.MustParsePrefix("10.244.3.0/24")
 )
 
 // windowsHost is a Windows Server with one physical adapter, Ethernet0, and a vNIC of some
@@ -63,10 +66,25 @@ func TestWindowsStartupAndAdoption(t *testing.T) {
 	m := windowsHost()
 	cfg := windowsConfig("geneve")
 
+	vs := db.FakeVSwitchd(m.SyncOVS)
 	for run := range 2 { // the second run is the agent restarted: it adopts what the first made
-		info, addr, err := setupChassis(ctx, cfg, sw, transparent(m))
+		info, addr, err := setupChassis(ctx, cfg, sw, transparent(m), winSubnet)
 		if err != nil {
 			t.Fatalf("run %d: %v", run, err)
+		}
+		// OVS binds the adapter and the host vNIC to their own Hyper-V ports, and the
+		// bridges' own internal ports to vNICs it makes (which it can only once the
+		// extension is enabled: M1).
+		vs.Sync()
+		for iface, port := range map[string]string{"Ethernet0": "Ethernet0", "vEthernet (Ethernet0)": "vEthernet (Ethernet0)"} {
+			if b, ok := m.OVSBinding(iface); !ok || b.Port != port || b.ByOVS {
+				t.Errorf("run %d: OVS interface %q bound to %+v (%v), want the Hyper-V port %q", run, iface, b, ok, port)
+			}
+		}
+		for _, br := range []string{"br-int", "br-phy"} {
+			if b, ok := m.OVSBinding(br); !ok || !b.ByOVS {
+				t.Errorf("run %d: bridge %s's own port bound to %+v (%v), want a vNIC OVS made", run, br, b, ok)
+			}
 		}
 		calls := m.Calls()
 		created := slices.Contains(calls, "CreateTransparentNetwork")
@@ -93,8 +111,9 @@ func TestWindowsStartupAndAdoption(t *testing.T) {
 func checkWindowsHNS(t *testing.T, m *hnstest.Model) {
 	t.Helper()
 	nets := m.Networks()
+	wantSubnets := []hns.Subnet{{Prefix: winSubnet, Gateway: netip.MustParseAddr("10.244.3.1")}}
 	if len(nets) != 1 || nets[0].Name != "ovn-transparent" || nets[0].Type != hns.TypeTransparent || nets[0].Adapter != "Ethernet0" ||
-		!slices.Equal(nets[0].Extensions, []string{hns.OVSExtensionID}) {
+		!slices.Equal(nets[0].Extensions, []string{hns.OVSExtensionID}) || !slices.Equal(nets[0].Subnets, wantSubnets) {
 		t.Fatalf("HNS networks %+v", nets)
 	}
 	v, ok := m.InterfaceNow("vEthernet (Ethernet0)")
@@ -114,7 +133,7 @@ func checkWindowsOVS(t *testing.T, db *ovstest.DB, encap string) {
 	if want := []string{"Ethernet0", "vEthernet (Ethernet0)"}; !slices.Equal(ports, want) {
 		t.Errorf("br-phy ports %q, want %q", ports, want)
 	}
-	for iface, typ := range map[string]string{"Ethernet0": `""`, "vEthernet (Ethernet0)": "internal", "k8s-win1": "internal"} {
+	for iface, typ := range map[string]string{"Ethernet0": `""`, "vEthernet (Ethernet0)": "internal"} {
 		if got := db.Vsctl("get", "Interface", iface, "type"); got != typ {
 			t.Errorf("interface %q type %s, want %s", iface, got, typ)
 		}
@@ -122,14 +141,12 @@ func checkWindowsOVS(t *testing.T, db *ovstest.DB, encap string) {
 	if got := db.Vsctl("get", "Bridge", "br-phy", "other_config:hwaddr"); got != `"`+winMAC.String()+`"` {
 		t.Errorf("br-phy hwaddr %s, want the adapter's MAC", got)
 	}
-	if got := db.Vsctl("list-ports", "br-int"); got != "k8s-win1" {
-		t.Errorf("br-int ports %q", got)
+	// The management port waits for its HNS endpoint, which waits for the node subnet.
+	if got := db.Vsctl("list-ports", "br-int"); got != "" {
+		t.Errorf("br-int ports %q before the node subnet is known, want none", got)
 	}
 	if got := db.Vsctl("get", "Bridge", "br-int", "fail_mode"); got != "secure" {
 		t.Errorf("br-int fail_mode %s", got)
-	}
-	if got := db.Vsctl("get", "Interface", "k8s-win1", "external_ids:iface-id"); got != "k8s-win1" {
-		t.Errorf("management port iface-id %s", got)
 	}
 	for k, want := range map[string]string{
 		"system-id": "win1", "ovn-encap-type": encap, "ovn-encap-ip": winIP.Addr().String(),
@@ -149,7 +166,7 @@ func TestWindowsStartupRestoresLostIP(t *testing.T) {
 	m := windowsHost()
 	m.IPMoveLost = true
 	host := hostnet.NewTransparent(m, m, m, hostnet.TransparentConfig{IPMoveTimeout: 500 * time.Millisecond, Poll: 20 * time.Millisecond, Log: logr.Discard()})
-	if _, _, err := setupChassis(ctx, windowsConfig("stt"), db.Connect(), host); err != nil {
+	if _, _, err := setupChassis(ctx, windowsConfig("stt"), db.Connect(), host, winSubnet); err != nil {
 		t.Fatal(err)
 	}
 	checkWindowsHNS(t, m)
@@ -163,7 +180,7 @@ func TestWindowsStartupRefusesVirtualAdapter(t *testing.T) {
 	m := windowsHost()
 	cfg := windowsConfig("geneve")
 	cfg.UplinkIface = "vEthernet (nat)"
-	_, _, err := setupChassis(ctx, cfg, db.Connect(), transparent(m))
+	_, _, err := setupChassis(ctx, cfg, db.Connect(), transparent(m), winSubnet)
 	if err == nil || !strings.Contains(err.Error(), "physical adapter") {
 		t.Fatalf("start-up on a virtual adapter: %v, want a refusal naming the physical adapter", err)
 	}
@@ -183,14 +200,27 @@ func TestWindowsManagementPort(t *testing.T) {
 	m := windowsHost()
 	host := transparent(m)
 	cfg := windowsConfig("geneve")
-	if _, _, err := setupChassis(ctx, cfg, sw, host); err != nil {
+	vs := db.FakeVSwitchd(m.SyncOVS)
+	if _, _, err := setupChassis(ctx, cfg, sw, host, winSubnet); err != nil {
 		t.Fatal(err)
 	}
+	vs.Sync() // ovs-vswitchd acts on what start-up wrote before the endpoint comes
 	c := &nodeController{cfg: cfg, sw: sw, host: host}
-	for _, subnet := range []string{"10.244.3.0/24", "10.244.3.0/24", "10.244.7.0/24"} { // again, then a new subnet
+	for _, subnet := range []string{"10.244.3.0/24", "10.244.3.0/24"} { // the second time changes nothing
 		s := netip.MustParsePrefix(subnet)
 		if err := c.setupManagementPort(ctx, s); err != nil {
 			t.Fatal(err)
+		}
+		// The management port is bound to the endpoint's vNIC, which holds the address
+		// and routes, not to a stray vNIC OVS made (H1).
+		vs.Sync()
+		if b, ok := m.OVSBinding("k8s-win1"); !ok || b.ByOVS || b.Endpoint != "k8s-win1" || !m.Forwards("k8s-win1") {
+			t.Fatalf("%s: management port bound to %+v (%v), want the HNS endpoint's vNIC (Hyper-V ports %v)", subnet, b, ok, m.HyperVPorts())
+		}
+		for col, want := range map[string]string{"type": "internal", "external_ids:iface-id": "k8s-win1"} {
+			if got := db.Vsctl("get", "Interface", "k8s-win1", col); got != want {
+				t.Errorf("%s: management port %s %s, want %s", subnet, col, got, want)
+			}
 		}
 		gw := s.Addr().Next()
 		ip := netip.PrefixFrom(gw.Next(), 24)
@@ -201,7 +231,7 @@ func TestWindowsManagementPort(t *testing.T) {
 				eps = append(eps, e)
 			}
 		}
-		if len(eps) != 1 || eps[0].MAC.String() != mac.String() || !slices.Equal(eps[0].IPs, []netip.Prefix{ip}) || eps[0].Namespace == "" {
+		if len(eps) != 1 || eps[0].MAC.String() != mac.String() || !slices.Equal(eps[0].IPs, []netip.Prefix{ip}) || !eps[0].Attached() {
 			t.Fatalf("%s: management endpoints %+v", subnet, eps)
 		}
 		v, ok := m.InterfaceNow("vEthernet (k8s-win1)")
@@ -212,6 +242,32 @@ func TestWindowsManagementPort(t *testing.T) {
 		if got := db.Vsctl("get", "Interface", "k8s-win1", "mac"); got != `"`+mac.String()+`"` {
 			t.Errorf("%s: management port mac %s, want %s", subnet, got, mac)
 		}
+	}
+	// The network's IPAM subnet is the node's: a subnet of another node cannot be used
+	// (HNS cannot change a network's subnets; the docs say to drain and recreate).
+	if err := c.setupManagementPort(ctx, netip.MustParsePrefix("10.244.7.0/24")); !errors.Is(err, hns.ErrNoSubnet) {
+		t.Errorf("management port in another subnet: %v, want hns.ErrNoSubnet", err)
+	}
+}
+
+// H3: the Transparent network is created with the node's pod subnet as its static IPAM
+// subnet; a network without it (an older agent's) or with another is not adopted, and the
+// agent says how to remove it.
+func TestWindowsStartupRefusesNetworkOfAnotherSubnet(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db := ovstest.Start(t)
+	m := windowsHost()
+	if _, err := m.CreateTransparentNetwork(ctx, "ovn-transparent", "Ethernet0", nil); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := setupChassis(ctx, windowsConfig("geneve"), db.Connect(), transparent(m), winSubnet)
+	if err == nil || !strings.Contains(err.Error(), "Remove-HnsNetwork") || !strings.Contains(err.Error(), "subnet") {
+		t.Fatalf("start-up with a network without the node subnet: %v, want a refusal naming the subnet and how to remove it", err)
+	}
+	_, _, err = setupChassis(ctx, windowsConfig("geneve"), db.Connect(), transparent(m), netip.Prefix{})
+	if err == nil || !strings.Contains(err.Error(), "subnet") {
+		t.Fatalf("start-up without the node subnet: %v, want a refusal", err)
 	}
 }
 
@@ -230,7 +286,7 @@ func TestWindowsStartupRestoresAfterCrash(t *testing.T) {
 	}
 	crash, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
 	defer cancel()
-	if _, _, err := setupChassis(crash, windowsConfig("geneve"), sw, host(state)); err == nil {
+	if _, _, err := setupChassis(crash, windowsConfig("geneve"), sw, host(state), winSubnet); err == nil {
 		t.Fatal("start-up finished within the crash's deadline; the test proves nothing")
 	}
 	if n := m.Networks(); len(n) != 1 {
@@ -242,10 +298,10 @@ func TestWindowsStartupRestoresAfterCrash(t *testing.T) {
 	m.Calls()
 	ctx, cancel2 := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel2()
-	if _, _, err := setupChassis(ctx, windowsConfig("geneve"), sw, host(t.TempDir())); err == nil {
+	if _, _, err := setupChassis(ctx, windowsConfig("geneve"), sw, host(t.TempDir()), winSubnet); err == nil {
 		t.Fatal("a restart without the saved configuration adopted a network without the node's address")
 	}
-	if _, _, err := setupChassis(ctx, windowsConfig("geneve"), sw, host(state)); err != nil {
+	if _, _, err := setupChassis(ctx, windowsConfig("geneve"), sw, host(state), winSubnet); err != nil {
 		t.Fatal(err)
 	}
 	if calls := m.Calls(); slices.Contains(calls, "CreateTransparentNetwork") {
@@ -263,10 +319,10 @@ func TestWindowsStartupRefusesForeignNetwork(t *testing.T) {
 	db := ovstest.Start(t)
 	m := windowsHost()
 	m.AddAdapter("Ethernet1", winMAC, true, hns.IPConfig{})
-	if _, err := m.CreateTransparentNetwork(ctx, "ovn-transparent", "Ethernet1"); err != nil {
+	if _, err := m.CreateTransparentNetwork(ctx, "ovn-transparent", "Ethernet1", nil); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err := setupChassis(ctx, windowsConfig("geneve"), db.Connect(), transparent(m))
+	_, _, err := setupChassis(ctx, windowsConfig("geneve"), db.Connect(), transparent(m), winSubnet)
 	if err == nil || !strings.Contains(err.Error(), "Remove-HnsNetwork") {
 		t.Fatalf("start-up with a foreign network: %v, want a refusal saying how to remove it", err)
 	}
@@ -275,5 +331,108 @@ func TestWindowsStartupRefusesForeignNetwork(t *testing.T) {
 	}
 	if _, err := db.TryVsctl("br-exists", "br-phy"); err == nil {
 		t.Error("br-phy exists after the refusal")
+	}
+}
+
+// M2: a reboot takes the HNS network and the pods' endpoints but not the OVS database.
+// The restarted agent removes the pod ports whose endpoints are gone before it enables the
+// extension again, so OVS makes no stray vNICs for them; without a reboot it keeps them.
+func TestWindowsRebootDropsStalePorts(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db := ovstest.Start(t)
+	sw := db.Connect()
+	m := windowsHost()
+	vs := db.FakeVSwitchd(m.SyncOVS)
+	cfg := windowsConfig("geneve")
+	if _, _, err := setupChassis(ctx, cfg, sw, transparent(m), winSubnet); err != nil {
+		t.Fatal(err)
+	}
+	net := m.Networks()[0]
+	const port = "ovt000000000001"
+	ep, err := m.CreateEndpoint(ctx, hns.Endpoint{Name: port, NetworkID: net.ID, MAC: winMAC,
+		IPs: []netip.Prefix{netip.MustParsePrefix("10.244.3.9/24")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := m.AddNamespace()
+	if err := m.Attach(ctx, ns, ep.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.StartSandbox(ns); err != nil {
+		t.Fatal(err)
+	}
+	db.Vsctl("add-port", "br-int", port, "--", "set", "Interface", port, "type=internal",
+		"external_ids:ovnt-container-id=c1", "external_ids:ovnt-pod=ns1/web-9")
+	vs.Sync()
+	if b, ok := m.OVSBinding(port); !ok || b.Endpoint != port {
+		t.Fatalf("before the reboot the pod port is bound to %+v (%v)", b, ok)
+	}
+	if err := dropStalePorts(ctx, sw, transparent(m), logr.Discard()); err != nil {
+		t.Fatal(err)
+	}
+	if got := db.Vsctl("list-ports", "br-int"); got != port {
+		t.Fatalf("a restart without a reboot removed the live pod's port: br-int ports %q", got)
+	}
+
+	m.Reboot()
+	host := transparent(m)
+	if err := dropStalePorts(ctx, sw, host, logr.Discard()); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := setupChassis(ctx, cfg, sw, host, winSubnet); err != nil {
+		t.Fatal(err)
+	}
+	vs.Sync()
+	if got := db.Vsctl("list-ports", "br-int"); got != "" {
+		t.Errorf("br-int ports after the reboot %q, want the stale pod port gone", got)
+	}
+	// An internal port met before the extension stays unbound only until ovs-vswitchd
+	// restarts; then a stale one would get its stray vNIC.
+	m.RestartOVS()
+	vs.Sync()
+	if got := m.HyperVPorts(); slices.Contains(got, port) {
+		t.Errorf("Hyper-V ports after the reboot %v: OVS made a stray vNIC for the stale port", got)
+	}
+	checkWindowsHNS(t, m)
+}
+
+// M4: a host that lists no default namespace gets one, once, for the management port.
+func TestWindowsManagementPortWithoutHostNamespace(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db := ovstest.Start(t)
+	sw := db.Connect()
+	m := windowsHost()
+	m.NoHostNamespace()
+	host := transparent(m)
+	cfg := windowsConfig("geneve")
+	if _, _, err := setupChassis(ctx, cfg, sw, host, winSubnet); err != nil {
+		t.Fatal(err)
+	}
+	c := &nodeController{cfg: cfg, sw: sw, host: host}
+	for range 2 {
+		if err := c.setupManagementPort(ctx, winSubnet); err != nil {
+			t.Fatalf("management port on a host without a default namespace: %v", err)
+		}
+	}
+	created := 0
+	for _, op := range m.Calls() {
+		if op == "CreateHostNamespace" {
+			created++
+		}
+	}
+	if created != 1 {
+		t.Errorf("host namespaces created: %d, want 1", created)
+	}
+	host1, err := m.HostNamespace(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ep, err := m.Endpoint(ctx, "k8s-win1"); err != nil || ep.Namespace != host1 {
+		t.Errorf("management endpoint %+v (%v), want it in the host namespace %s", ep, err, host1)
+	}
+	if _, ok := m.InterfaceNow("vEthernet (k8s-win1)"); !ok {
+		t.Error("no management vNIC")
 	}
 }

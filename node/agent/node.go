@@ -134,12 +134,16 @@ func (c *nodeController) setupManagementPort(ctx context.Context, subnet netip.P
 	gw := contract.RouterIP(subnet)
 	ip := contract.ManagementIP(subnet)
 	mac := contract.MACFromIP(ip)
-	if _, err := c.sw.EnsurePort(ctx, IntegrationBridge, mgmtPort(c.cfg, mac)); err != nil {
-		return err
-	}
 	return c.host.SetupManagementPort(ctx, hostnet.ManagementPort{
 		IfName: contract.MgmtIfName(c.cfg.NodeName), MAC: mac, IP: netip.PrefixFrom(ip, subnet.Bits()),
 		Gateway: gw, Routes: append(append([]netip.Prefix{}, c.cfg.ClusterCIDRs...), c.cfg.ServiceCIDRs...),
 		MTU: c.cfg.MTU,
+		AddPort: func(ctx context.Context) error {
+			_, err := c.sw.EnsurePort(ctx, IntegrationBridge, mgmtPort(c.cfg, mac))
+			return err
+		},
+		RemovePort: func(ctx context.Context) error {
+			return c.sw.DeletePort(ctx, contract.MgmtIfName(c.cfg.NodeName))
+		},
 	})
 }

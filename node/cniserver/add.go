@@ -94,7 +94,16 @@ func (s *Server) podInterface(req cni.Request, pn contract.PodNetwork) hostnet.P
 
 // attach makes the interface and the port and waits for ovn-controller; on failure it
 // undoes what this call created (and only that: a repeated ADD leaves the first one's work).
+// On a hostnet.LateBinder host (Windows) the pod's interface does not exist before ADD
+// returns, so neither can ovn-controller bind the port: attach creates the port without a
+// type, returns without waiting, and leaves the rest to a worker (bind.go).
 func (s *Server) attach(ctx context.Context, pod cni.PodArgs, uid string, p hostnet.PodInterface, hps []hostPort) (hostnet.Attached, error) {
+	lb, late := s.host.(hostnet.LateBinder)
+	if late {
+		// A repeated ADD while the worker runs: stop it so that it does not change the
+		// port under this call, and start it again below.
+		s.stopBinder(p.HostIfName)
+	}
 	success := false
 	att, err := s.host.CreatePodInterface(ctx, p)
 	if err != nil {
@@ -109,8 +118,13 @@ func (s *Server) attach(ctx context.Context, pod cni.PodArgs, uid string, p host
 			}
 		}
 	}()
-	portCreated, err := s.sw.EnsurePort(ctx, s.cfg.Bridge, ovs.Port{Name: att.HostIfName, Type: att.PortType,
-		MTURequest: att.PortMTU, ExternalIDs: portIDs(pod, uid, p, hps)})
+	port := ovs.Port{Name: att.HostIfName, ExternalIDs: portIDs(pod, uid, p, hps)}
+	if have, ok := s.sw.Interface(ctx, att.HostIfName); ok && late {
+		// The worker of an earlier ADD may have finished: keep the type it set (taking
+		// it away would make OVS delete the Hyper-V port of the name, the pod's vNIC).
+		port.Type = have.Type
+	}
+	portCreated, err := s.sw.EnsurePort(ctx, s.cfg.Bridge, port)
 	if err != nil {
 		return att, err
 	}
@@ -123,6 +137,11 @@ func (s *Server) attach(ctx context.Context, pod cni.PodArgs, uid string, p host
 			}
 		}
 	}()
+	if late {
+		success = true
+		s.startBinder(lb, p.PodRef)
+		return att, nil
+	}
 	// Until ovn-controller has bound the port and installed its flows, the pod's packets
 	// are dropped; a pod that starts before that fails its first connections.
 	instCtx, cancel := context.WithTimeout(ctx, s.cfg.InstallTimeout)

@@ -40,6 +40,7 @@ func (s *Server) del(ctx context.Context, req cni.Request) error {
 // detach removes one attachment's port and interface, and the host ports the port
 // recorded; the caller holds its container lock.
 func (s *Server) detach(ctx context.Context, ref hostnet.PodRef) error {
+	s.stopBinder(ref.HostIfName)
 	iface, _ := s.sw.Interface(ctx, ref.HostIfName)
 	if err := s.sw.DeletePort(ctx, ref.HostIfName); err != nil {
 		return err

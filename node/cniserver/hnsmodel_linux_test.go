@@ -46,6 +46,8 @@ type winEnv struct {
 	t     *testing.T
 	db    *ovstest.DB
 	m     *hnstest.Model
+	vs    *ovstest.VSwitchd // ovs-vswitchd binding OVS interfaces to m's Hyper-V ports
+	host  *hostnet.Transparent
 	srv   *Server
 	block sync.Map // iface-ids the fake ovn-controller does not install
 }
@@ -63,15 +65,53 @@ func newWinEnv(t *testing.T) *winEnv {
 		t.Fatal(err)
 	}
 	_, err := host.SetupUplink(ctx, hostnet.Uplink{Iface: "Ethernet0", Bridge: "br-phy",
+		PodSubnet: netip.MustParsePrefix("10.244.1.0/24"), PodSubnetRouter: netip.MustParseAddr("10.244.1.1"),
 		Attach: func(context.Context, net.HardwareAddr) error { return nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.m.Calls()
-	e.db.FakeOVNController(func(id string) bool { _, ok := e.block.Load(id); return ok })
-	e.srv = New(Config{Bridge: "br-int", MTU: 1400, AnnotationTimeout: time.Second, InstallTimeout: 2 * time.Second},
-		host, sw, fakePods{}, func(context.Context) error { return nil }, logr.Discard())
+	e.vs = e.db.FakeVSwitchd(e.m.SyncOVS)
+	// ovn-controller binds a port only once OVS has a datapath port for it.
+	e.db.FakeOVNController(func(name, id string) bool {
+		_, blocked := e.block.Load(id)
+		_, bound := e.m.OVSBinding(name)
+		return blocked || !bound
+	})
+	e.host = host
+	e.srv = e.newServer()
 	return e
+}
+
+// newServer is the agent's CNI server over e's host and switch (again after a restart).
+func (e *winEnv) newServer() *Server {
+	s := New(Config{Bridge: "br-int", MTU: 1400, AnnotationTimeout: time.Second, InstallTimeout: 2 * time.Second, BindTimeout: 15 * time.Second},
+		e.host, e.db.Connect(), fakePods{}, func(context.Context) error { return nil }, logr.Discard())
+	e.t.Cleanup(s.Close)
+	return s
+}
+
+// started starts pod n's sandbox (containerd does after ADD) and waits, within bounds,
+// until the pod's port is bound to the endpoint's vNIC and installed, or the test fails.
+func (e *winEnv) started(n int, netns string) {
+	e.t.Helper()
+	if err := e.m.StartSandbox(netns); err != nil {
+		e.t.Fatal(err)
+	}
+	name := podIfName(n)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, bound := e.m.OVSBinding(name)
+		inst, _ := e.db.TryVsctl("--if-exists", "get", "Interface", name, "external_ids:ovn-installed")
+		if bound && !b.ByOVS && strings.Trim(inst, `"`) == "true" {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("pod %d: its port %s is not bound to the pod's vNIC and installed (binding %+v, %v; ovn-installed %s; Hyper-V ports %v)",
+				n, name, b, bound, inst, e.m.HyperVPorts())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 const winConf = `{"cniVersion":"1.1.0","name":"ovn-transparent","type":"ovnt-cni",
@@ -105,9 +145,11 @@ func (e *winEnv) brIntPorts() []string {
 	return strings.Split(out, "\n")
 }
 
-// checkPod checks pod n's endpoint and port as an ADD leaves them.
+// checkPod starts pod n's sandbox and checks its endpoint, vNIC and port as an ADD and the
+// agent's worker after it leave them.
 func (e *winEnv) checkPod(n int, netns string) {
 	e.t.Helper()
+	e.started(n, netns)
 	name := podIfName(n)
 	ip := netip.AddrFrom4([4]byte{10, 244, 1, byte(n)})
 	ep, ok := e.endpoints()[name]
@@ -124,8 +166,11 @@ func (e *winEnv) checkPod(n int, netns string) {
 	if v, ok := e.m.InterfaceNow(hns.HostVNIC(name)); !ok || v.MTU != 1400 {
 		e.e("pod %d: vNIC %+v (%v), want MTU 1400", n, v, ok)
 	}
+	if !e.m.Forwards(name) {
+		e.e("pod %d: the vSwitch drops the frames of the pod's vNIC", n)
+	}
 	for col, want := range map[string]string{
-		"type": "internal", "mtu_request": "1400", "external_ids:iface-id": "ns1_web-" + fmt.Sprint(n),
+		"type": "internal", "external_ids:iface-id": "ns1_web-" + fmt.Sprint(n),
 		"external_ids:attached-mac": contract.MACFromIP(ip).String(), "external_ids:ovnt-sandbox": netns,
 	} {
 		if got, err := e.db.TryVsctl("get", "Interface", name, col); err != nil || strings.Trim(got, `"`) != want {
@@ -217,7 +262,8 @@ func TestWindowsFailedAddLeavesNothing(t *testing.T) {
 	if _, err := e.call("ADD", 1, ns); err != nil {
 		t.Fatal(err)
 	}
-	steps := slices.Compact(e.m.Calls())
+	// The worker's calls after ADD (waiting for the vNIC, its MTU) are not ADD's steps.
+	steps := slices.Compact(slices.DeleteFunc(e.m.Calls(), func(op string) bool { return op == "PodVNIC" || op == "SetMTU" }))
 	if _, err := e.call("DEL", 1, ns); err != nil {
 		t.Fatal(err)
 	}
@@ -232,17 +278,6 @@ func TestWindowsFailedAddLeavesNothing(t *testing.T) {
 		e.m.Fail(op, boom)
 		_, err := e.call("ADD", n, ns)
 		e.m.Heal(op)
-		if op == "SetMTU" {
-			// Best effort (the OVS port's mtu_request covers the switch): the pod starts.
-			if err != nil {
-				t.Errorf("ADD with the vNIC's MTU failing: %v, want success", err)
-			}
-			if _, err := e.call("DEL", n, ns); err != nil {
-				t.Error(err)
-			}
-			e.checkGone("DEL after an ADD without the vNIC's MTU", n)
-			continue
-		}
 		if err == nil || !strings.Contains(err.Error(), boom.Error()) {
 			t.Errorf("ADD with %s failing: %v, want the injected failure", op, err)
 		}
@@ -253,14 +288,7 @@ func TestWindowsFailedAddLeavesNothing(t *testing.T) {
 		e.checkPod(n, ns)
 	}
 
-	// The OVS steps: ovn-controller never installs the port...
-	ns = e.m.AddNamespace()
-	e.block.Store("ns1_web-30", true)
-	if _, err := e.call("ADD", 30, ns); err == nil {
-		t.Error("ADD succeeded without ovn-controller installing the port")
-	}
-	e.checkGone("ADD without ovn-installed", 30)
-	// ...or the port's name is taken on another bridge.
+	// The OVS steps: the port's name is taken on another bridge...
 	e.db.Vsctl("add-br", "br-other", "--", "add-port", "br-other", podIfName(31))
 	if _, err := e.call("ADD", 31, ns); err == nil {
 		t.Error("ADD succeeded with its port name taken")
@@ -360,4 +388,85 @@ func TestWindowsLeakCollector(t *testing.T) {
 	e.checkPod(4, ns[4])
 	e.checkGone("collector", 2)
 	e.checkGone("collector", 3)
+}
+
+// TestWindowsPortBoundOnceTheSandboxRuns: containerd creates the pod's vNIC only when it
+// starts the sandbox, after ADD. ADD returns without waiting for ovn-controller and leaves
+// the port without a type (an "internal" one would make OVS bind a host vNIC of its own,
+// and the pod's real vNIC would never forward); once the vNIC exists the agent sets its MTU
+// (mtu_request does nothing on Windows) and makes the port internal, retrying failures.
+func TestWindowsPortBoundOnceTheSandboxRuns(t *testing.T) {
+	e := newWinEnv(t)
+	ns := e.m.AddNamespace()
+	e.block.Store("ns1_web-5", true)
+	if _, err := e.call("ADD", 5, ns); err != nil {
+		t.Fatalf("ADD before ovn-controller installed the port: %v, want success (nothing can bind before the sandbox runs)", err)
+	}
+	name := podIfName(5)
+	e.vs.Sync()
+	if b, ok := e.m.OVSBinding(name); ok {
+		t.Errorf("right after ADD the port is bound to %+v, before the pod's vNIC exists", b)
+	}
+	if got := e.db.Vsctl("get", "Interface", name, "type"); got != `""` {
+		t.Errorf("right after ADD the port's type is %s, want empty", got)
+	}
+	boom := errors.New("injected SetMTU failure")
+	e.m.Fail("SetMTU", boom)
+	if err := e.m.StartSandbox(ns); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !slices.Contains(e.m.Calls(), "SetMTU"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the agent never set the MTU of the pod's vNIC")
+		}
+	}
+	if got := e.db.Vsctl("get", "Interface", name, "type"); got != `""` {
+		t.Errorf("the port became %s though the vNIC's MTU could not be set", got)
+	}
+	e.m.Heal("SetMTU")
+	e.block.Delete("ns1_web-5")
+	e.checkPod(5, ns)
+	if _, err := e.call("CHECK", 5, ns); err != nil {
+		t.Errorf("CHECK: %v", err)
+	}
+}
+
+// A DEL before the sandbox ran stops the worker: nothing is left, and the worker does not
+// bring the port back.
+func TestWindowsDelBeforeSandboxRuns(t *testing.T) {
+	e := newWinEnv(t)
+	ns := e.m.AddNamespace()
+	if _, err := e.call("ADD", 6, ns); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.call("DEL", 6, ns); err != nil {
+		t.Fatal(err)
+	}
+	e.srv.bmu.Lock()
+	left := len(e.srv.binders)
+	e.srv.bmu.Unlock()
+	if left != 0 {
+		t.Errorf("%d workers run after DEL", left)
+	}
+	if err := e.m.StartSandbox(ns); err != nil {
+		t.Fatal(err)
+	}
+	e.checkGone("DEL before the sandbox ran", 6)
+}
+
+// An agent restarted between ADD and the sandbox's start finishes the port.
+func TestWindowsRestartResumesBinding(t *testing.T) {
+	e := newWinEnv(t)
+	ns := e.m.AddNamespace()
+	if _, err := e.call("ADD", 8, ns); err != nil {
+		t.Fatal(err)
+	}
+	e.srv.Close()
+	e.srv = e.newServer()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.srv.ResumeBinders(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.checkPod(8, ns)
 }

@@ -42,6 +42,9 @@ type Config struct {
 	// wait for ovn-controller to install the port.
 	AnnotationTimeout time.Duration
 	InstallTimeout    time.Duration
+	// BindTimeout bounds the wait, after ADD, for a pod interface that appears only once
+	// the sandbox runs (hostnet.LateBinder, Windows); 5 minutes if 0.
+	BindTimeout time.Duration
 	// NodeIP is where pods' host ports open when the runtime names no host IP.
 	NodeIP netip.Addr
 	// HostPorts holds the node's host port rules (the portMappings capability); nil on
@@ -65,11 +68,22 @@ type Server struct {
 	ready func(context.Context) error
 	log   logr.Logger
 	locks keyedMutex
+
+	bg       context.Context // the workers' (bind.go), until Close
+	bgCancel context.CancelFunc
+	bmu      sync.Mutex
+	binders  map[string]*binder // by port name
 }
 
 // New returns a server. ready says whether the node can serve ADDs now (STATUS).
+// Close stops the workers it started.
 func New(cfg Config, host hostnet.Host, sw *ovs.Switch, pods PodNetworks, ready func(context.Context) error, log logr.Logger) *Server {
-	return &Server{cfg: cfg, host: host, sw: sw, pods: pods, ready: ready, log: log, locks: keyedMutex{m: map[string]*lockEntry{}}}
+	if cfg.BindTimeout == 0 {
+		cfg.BindTimeout = 5 * time.Minute
+	}
+	bg, cancel := context.WithCancel(context.Background())
+	return &Server{cfg: cfg, host: host, sw: sw, pods: pods, ready: ready, log: log, locks: keyedMutex{m: map[string]*lockEntry{}},
+		bg: bg, bgCancel: cancel, binders: map[string]*binder{}}
 }
 
 // Handle serves one request; it is a cni.Handler.

@@ -59,6 +59,21 @@ func wrapNotFound(err error) error {
 
 func fromHCNNetwork(n *hcn.HostComputeNetwork) Network {
 	out := Network{ID: n.Id, Name: n.Name, Type: string(n.Type)}
+	for _, ipam := range n.Ipams {
+		for _, sub := range ipam.Subnets {
+			p, err := netip.ParsePrefix(sub.IpAddressPrefix)
+			if err != nil {
+				continue
+			}
+			s := Subnet{Prefix: p}
+			for _, r := range sub.Routes {
+				if r.DestinationPrefix == "0.0.0.0/0" || r.DestinationPrefix == "::/0" {
+					s.Gateway, _ = netip.ParseAddr(r.NextHop)
+				}
+			}
+			out.Subnets = append(out.Subnets, s)
+		}
+	}
 	for _, p := range n.Policies {
 		switch p.Type {
 		case hcn.NetAdapterName:
@@ -84,7 +99,7 @@ func (hcnHNS) Network(ctx context.Context, name string) (Network, error) {
 	return fromHCNNetwork(n), nil
 }
 
-func (hcnHNS) CreateTransparentNetwork(ctx context.Context, name, adapter string) (Network, error) {
+func (hcnHNS) CreateTransparentNetwork(ctx context.Context, name, adapter string, subnets []Subnet) (Network, error) {
 	settings, err := json.Marshal(hcn.NetAdapterNameNetworkPolicySetting{NetworkAdapterName: adapter})
 	if err != nil {
 		return Network{}, err
@@ -92,6 +107,21 @@ func (hcnHNS) CreateTransparentNetwork(ctx context.Context, name, adapter string
 	req := &hcn.HostComputeNetwork{
 		Name: name, Type: hcn.Transparent, SchemaVersion: hcn.V2SchemaVersion(),
 		Policies: []hcn.NetworkPolicy{{Type: hcn.NetAdapterName, Settings: settings}},
+	}
+	if len(subnets) > 0 {
+		ipam := hcn.Ipam{Type: "Static"}
+		for _, s := range subnets {
+			sub := hcn.Subnet{IpAddressPrefix: s.Prefix.Masked().String()}
+			if s.Gateway.IsValid() {
+				dst := "0.0.0.0/0"
+				if s.Gateway.Is6() {
+					dst = "::/0"
+				}
+				sub.Routes = []hcn.Route{{NextHop: s.Gateway.String(), DestinationPrefix: dst}}
+			}
+			ipam.Subnets = append(ipam.Subnets, sub)
+		}
+		req.Ipams = []hcn.Ipam{ipam}
 	}
 	n, err := call(ctx, req.Create)
 	if err != nil {
@@ -258,4 +288,13 @@ func (hcnHNS) HostNamespace(ctx context.Context) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("host default namespace: %w", ErrNotFound)
+}
+
+func (hcnHNS) CreateHostNamespace(ctx context.Context) (string, error) {
+	req := &hcn.HostComputeNamespace{Type: hcn.NamespaceTypeHostDefault, SchemaVersion: hcn.V2SchemaVersion()}
+	ns, err := call(ctx, req.Create)
+	if err != nil {
+		return "", err
+	}
+	return ns.Id, nil
 }

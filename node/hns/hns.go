@@ -16,12 +16,16 @@ import (
 var (
 	// ErrNotFound: no network, endpoint, namespace or interface of that name or ID.
 	ErrNotFound = errors.New("not found")
-	// ErrExists: HNS names are unique per kind.
+	// ErrExists: the adapter is bound to another network, the endpoint attached to
+	// another namespace, or a port exists. HNS does not keep names unique: callers look a
+	// name up before they create it.
 	ErrExists = errors.New("already exists")
 	// ErrVirtualAdapter: a Transparent network needs a physical adapter.
 	ErrVirtualAdapter = errors.New("adapter is not a physical adapter")
 	// ErrInUse: a network with endpoints cannot be deleted.
 	ErrInUse = errors.New("in use")
+	// ErrNoSubnet: a static endpoint address outside every IPAM subnet of its network.
+	ErrNoSubnet = errors.New("address in no subnet of the network")
 )
 
 // TypeTransparent is the HNS network type the node uses: the vSwitch is bound to the
@@ -41,6 +45,16 @@ type Network struct {
 	Adapter string // the physical adapter its vSwitch is bound to
 	// Extensions are the vSwitch extensions HNS reports enabled (IDs, upper case).
 	Extensions []string
+	// Subnets are its static IPAM subnets: HNS gives an endpoint a static address only
+	// within one of them.
+	Subnets []Subnet
+}
+
+// Subnet is a static IPAM subnet of a network and its gateway (the default route's next
+// hop).
+type Subnet struct {
+	Prefix  netip.Prefix
+	Gateway netip.Addr
 }
 
 // DNS is a pod's resolver configuration.
@@ -58,19 +72,29 @@ type Endpoint struct {
 	IPs       []netip.Prefix
 	Gateway   netip.Addr
 	DNS       DNS
-	// Namespace is the HCN namespace (GUID) the endpoint is attached to; "" when none.
+	// Namespace is the HCN namespace (GUID) the endpoint is attached to; NoNamespace, as
+	// HNS reports it, or "" when none (see Attached).
 	Namespace string
 }
 
+// NoNamespace is the namespace HNS reports for an endpoint attached to none; removing an
+// endpoint from it fails.
+const NoNamespace = "00000000-0000-0000-0000-000000000000"
+
+// Attached reports whether the endpoint is attached to a namespace.
+func (e Endpoint) Attached() bool { return e.Namespace != "" && e.Namespace != NoNamespace }
+
 // Networks are HNS's networks.
 type Networks interface {
-	// Network returns the network called name, or ErrNotFound.
+	// Network returns the network called name (the first, if several are), or ErrNotFound.
 	Network(ctx context.Context, name string) (Network, error)
 	// CreateTransparentNetwork creates a Transparent network called name bound to the
-	// physical adapter. Not idempotent: ErrExists if the name is taken; ErrVirtualAdapter
-	// for a virtual adapter. On success HNS moves the adapter's IP configuration to the
-	// host vNIC "vEthernet (<adapter>)", some time later (or, on some builds, not at all).
-	CreateTransparentNetwork(ctx context.Context, name, adapter string) (Network, error)
+	// physical adapter, with static IPAM subnets. Not idempotent: a second network of the
+	// same name is created (ErrExists only if the adapter is bound already);
+	// ErrVirtualAdapter for a virtual adapter. On success HNS moves the adapter's IP
+	// configuration to the host vNIC "vEthernet (<adapter>)", some time later (or, on some
+	// builds, not at all).
+	CreateTransparentNetwork(ctx context.Context, name, adapter string, subnets []Subnet) (Network, error)
 	// EnableExtension enables the vSwitch extension id on the network's vSwitch.
 	// Idempotent.
 	EnableExtension(ctx context.Context, networkID, id string) error
@@ -81,9 +105,11 @@ type Networks interface {
 // Endpoints are HNS's endpoints and their attachment to HCN namespaces.
 type Endpoints interface {
 	// CreateEndpoint creates e on e.NetworkID and returns it with its ID. Not idempotent:
-	// ErrExists if the name is taken, ErrNotFound if the network is gone.
+	// a second endpoint of the same name is created; ErrNotFound if the network is gone,
+	// ErrNoSubnet if
+	// an address is in none of the network's subnets.
 	CreateEndpoint(ctx context.Context, e Endpoint) (Endpoint, error)
-	// Endpoint returns the endpoint called name, or ErrNotFound.
+	// Endpoint returns the endpoint called name (the first, if several are), or ErrNotFound.
 	Endpoint(ctx context.Context, name string) (Endpoint, error)
 	// ListEndpoints returns the endpoints of a network.
 	ListEndpoints(ctx context.Context, networkID string) ([]Endpoint, error)
@@ -96,8 +122,11 @@ type Endpoints interface {
 	// Detach detaches it. Idempotent: nil if not attached or gone.
 	Detach(ctx context.Context, namespaceID, endpointID string) error
 	// HostNamespace returns the host's default namespace: an endpoint attached to it gets
-	// a host vNIC called "vEthernet (<endpoint name>)".
+	// a host vNIC called "vEthernet (<endpoint name>)". ErrNotFound if HNS lists none.
 	HostNamespace(ctx context.Context) (string, error)
+	// CreateHostNamespace creates a host default namespace and returns it (some hosts list
+	// none until one is created, as hcsshim's own tests do).
+	CreateHostNamespace(ctx context.Context) (string, error)
 }
 
 // HNS is the whole service as the node uses it.
@@ -132,14 +161,24 @@ type Interface struct {
 
 // IPHelper reads and writes the host's interfaces (the IP Helper API on Windows).
 type IPHelper interface {
-	// Interface returns the interface with that alias, or ErrNotFound.
+	// Interface returns the interface with that alias in the host's network compartment
+	// (the agent's), or ErrNotFound: a pod's vNIC, in the pod's compartment, is not found.
 	Interface(ctx context.Context, name string) (Interface, error)
+	// PodVNIC returns the vNIC with that alias in any network compartment, or ErrNotFound.
+	PodVNIC(ctx context.Context, name string) (VNIC, error)
 	// Configure makes the interface hold exactly c's addresses, default gateway, DNS
 	// servers and routes (others are removed) and c's MTU if set. Idempotent.
 	Configure(ctx context.Context, name string, c IPConfig) error
 	// SetMTU sets the IPv4 MTU of the interface with that alias in any network
 	// compartment (a pod's vNIC lives in the pod's), or returns ErrNotFound. Idempotent.
 	SetMTU(ctx context.Context, name string, mtu int) error
+}
+
+// VNIC is a vNIC as seen from any network compartment.
+type VNIC struct {
+	Name        string
+	MTU         int
+	Compartment int
 }
 
 // Features are what the host has installed, for the preflight checks.

@@ -8,9 +8,11 @@ package hns
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
+	"runtime"
 	"slices"
 	"strings"
 	"unsafe"
@@ -36,6 +38,8 @@ var (
 	procFreeMibTable                 = iphlpapi.NewProc("FreeMibTable")
 	procGetIPInterfaceEntry          = iphlpapi.NewProc("GetIpInterfaceEntry")
 	procSetIPInterfaceEntry          = iphlpapi.NewProc("SetIpInterfaceEntry")
+	procGetThreadCompartment         = iphlpapi.NewProc("GetCurrentThreadCompartmentId")
+	procSetThreadCompartment         = iphlpapi.NewProc("SetCurrentThreadCompartmentId")
 )
 
 // mibIPForwardRow2 is MIB_IPFORWARD_ROW2 (netioapi.h); Go lays it out as C does (104
@@ -99,9 +103,18 @@ func adapter(name string) (*windows.IpAdapterAddresses, error) {
 	return findAdapter(name, windows.GAA_FLAG_INCLUDE_GATEWAYS)
 }
 
+func (ipHelper) PodVNIC(_ context.Context, name string) (VNIC, error) {
+	a, err := findAdapter(name, windows.GAA_FLAG_INCLUDE_ALL_COMPARTMENTS)
+	if err != nil {
+		return VNIC{}, err
+	}
+	return VNIC{Name: name, MTU: int(a.Mtu), Compartment: int(a.CompartmentId)}, nil
+}
+
 func (ipHelper) SetMTU(_ context.Context, name string, mtu int) error {
-	// A pod's vNIC is in the pod's compartment; LUIDs are unique across compartments, so
-	// once found it is set like any other.
+	// A pod's vNIC is in the pod's network compartment. The IP interface row is set from
+	// inside that compartment: the calling thread switches to it and back (the host's
+	// compartment cannot be assumed to reach another's rows by LUID).
 	a, err := findAdapter(name, windows.GAA_FLAG_INCLUDE_ALL_COMPARTMENTS)
 	if err != nil {
 		return err
@@ -109,7 +122,29 @@ func (ipHelper) SetMTU(_ context.Context, name string, mtu int) error {
 	if int(a.Mtu) == mtu {
 		return nil
 	}
-	return setMTU(a.Luid, mtu)
+	return inCompartment(a.CompartmentId, func() error { return setMTU(a.Luid, mtu) })
+}
+
+// inCompartment runs fn on the calling goroutine's thread switched to network compartment
+// id, and switches it back. A thread that cannot be switched back stays locked to the
+// goroutine, so Go ends it with the goroutine instead of reusing it in the wrong compartment.
+func inCompartment(id uint32, fn func() error) error {
+	runtime.LockOSThread()
+	prev := uint32(callProc(procGetThreadCompartment))
+	if prev == id || id == 0 {
+		defer runtime.UnlockOSThread()
+		return fn()
+	}
+	if err := winErr(callProc(procSetThreadCompartment, uintptr(id))); err != nil {
+		runtime.UnlockOSThread() // still in prev
+		return fmt.Errorf("entering network compartment %d: %w", id, err)
+	}
+	err := fn()
+	if rerr := winErr(callProc(procSetThreadCompartment, uintptr(prev))); rerr != nil {
+		return errors.Join(err, fmt.Errorf("returning to network compartment %d: %w", prev, rerr))
+	}
+	runtime.UnlockOSThread()
+	return err
 }
 
 func findAdapter(name string, flags uint32) (*windows.IpAdapterAddresses, error) {

@@ -43,6 +43,33 @@ type Host interface {
 	SetupUplink(ctx context.Context, u Uplink) (NodeAddress, error)
 }
 
+// LateBinder is implemented by hosts on which a pod's interface appears only after ADD has
+// returned, so that its switch port cannot be finished inside ADD (and on which the
+// management port, likewise, may not be in the switch before its device: see
+// ManagementPort.AddPort). On Windows containerd
+// starts the sandbox, which creates the endpoint's vNIC, after ADD; and OVS binds an
+// "internal" interface to the Hyper-V port of its name, or, finding none, makes a stray
+// host vNIC of that name and binds that one for good. So ADD creates the port with an empty
+// type (which OVS binds to nothing) and returns at once, and the agent calls
+// AwaitPodInterface afterwards, then gives the port the type it returns.
+type LateBinder interface {
+	// AwaitPodInterface waits until ctx ends for the pod's interface to exist, gives it
+	// mtu (if not 0), and returns the type its switch port must take now. Idempotent: an
+	// interface that exists with that MTU is left as it is.
+	AwaitPodInterface(ctx context.Context, ref PodRef, mtu int) (portType string, err error)
+}
+
+// Volatile is implemented by hosts whose pod interfaces can vanish while their switch ports
+// stay. Windows: HNS networks and endpoints do not survive a reboot, the OVS database does,
+// and once the extension is enabled again OVS gives every internal port whose Hyper-V port
+// is gone a stray host vNIC of that name. The agent removes such ports at start, before
+// the uplink.
+type Volatile interface {
+	// PodInterfaceExists reports whether the pod interface whose host side is called
+	// name (see HostIfName) exists; an error when that is not known.
+	PodInterfaceExists(ctx context.Context, name string) (bool, error)
+}
+
 // PodInterface is a pod's interface as the master allocated it.
 type PodInterface struct {
 	PodRef
@@ -76,12 +103,6 @@ type Attached struct {
 	HostIfName string
 	HostMAC    net.HardwareAddr
 	Created    bool // false: it existed already and was left as it was
-	// PortType and PortMTU are the OVS interface type and mtu_request of the port on the
-	// integration bridge: empty and 0 on Linux (the veth's host end is a system device
-	// whose MTU hostnet set); "internal" on Windows, where the port is the HNS endpoint's
-	// vSwitch port and only OVS can set its MTU.
-	PortType string
-	PortMTU  int
 }
 
 // ManagementPort is the node's interface into the pod network.
@@ -92,6 +113,15 @@ type ManagementPort struct {
 	Gateway netip.Addr   // the .1, the cluster router
 	Routes  []netip.Prefix
 	MTU     int
+	// AddPort puts the management port (an internal port named IfName) into the
+	// integration bridge; idempotent. The host calls it when OVS can bind the port to the
+	// right device: first on Linux, where OVS creates the device; on Windows only once
+	// the HNS endpoint's vNIC exists, since OVS binds an internal interface to the Hyper-V
+	// port of its name and, finding none, makes a stray host vNIC of its own.
+	AddPort func(ctx context.Context) error
+	// RemovePort takes the port out of the bridge; idempotent. Windows calls it before it
+	// replaces the endpoint, so that OVS binds no stray vNIC while there is none.
+	RemovePort func(ctx context.Context) error
 }
 
 // Uplink says how the node reaches the physical network.
@@ -105,6 +135,12 @@ type Uplink struct {
 	PreferIP netip.Addr
 	// Attach puts Iface into Bridge in the switch database, with mac as the bridge's MAC.
 	Attach func(ctx context.Context, mac net.HardwareAddr) error
+	// PodSubnet is the node's pod subnet, with the gateway pods route through. Windows
+	// needs it (the zero prefix is refused there): the Transparent network is created with
+	// it as its static IPAM subnet, since HNS gives endpoints static addresses only within
+	// a subnet of their network. Linux ignores it.
+	PodSubnet       netip.Prefix
+	PodSubnetRouter netip.Addr
 	// AttachHostPort puts the named host interface into Bridge as an internal port. Only
 	// Windows calls it, for the host vNIC that keeps the node's address (on Linux the
 	// bridge's own interface takes the address); nil is allowed where it is not needed.

@@ -11,9 +11,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// SetupManagementPort converges the management port's device, which ovs-vswitchd created
-// for the internal port (a tap device on the userspace datapath).
+// SetupManagementPort adds the internal port and converges its device, which ovs-vswitchd
+// creates for it (a tap device on the userspace datapath).
 func (linuxHost) SetupManagementPort(ctx context.Context, m ManagementPort) error {
+	if err := m.AddPort(ctx); err != nil {
+		return err
+	}
 	// On the userspace datapath the node's kernel sees every frame on the veths attached to
 	// OVS and, with the default arp_ignore=0, answers ARP for any of its addresses on any
 	// interface. Once the node has an address in the pod subnet (this port's), pods would

@@ -90,8 +90,26 @@ func NewTransparent(h hns.HNS, ip hns.IPHelper, sys hns.System, cfg TransparentC
 }
 
 // windowsPortType: pods' and the management port's vSwitch ports are "internal" to OVS on
-// Windows; the extension binds an internal interface to the Hyper-V port of the same name.
+// Windows; the extension binds an internal interface to the Hyper-V port of the same name,
+// which must exist by then (see LateBinder).
 const windowsPortType = "internal"
+
+var (
+	_ LateBinder = (*Transparent)(nil)
+	_ Volatile   = (*Transparent)(nil)
+)
+
+// PodInterfaceExists reports whether the endpoint called name exists in HNS.
+func (t *Transparent) PodInterfaceExists(ctx context.Context, name string) (bool, error) {
+	_, err := t.hns.Endpoint(ctx, name)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, hns.ErrNotFound):
+		return false, nil
+	}
+	return false, fmt.Errorf("HNS endpoint %s: %w", name, err)
+}
 
 // SetupUplink creates the Transparent network on u.Iface, or adopts it after a restart,
 // makes sure the node's address is on the host vNIC, enables the OVS extension, and then
@@ -101,6 +119,9 @@ func (t *Transparent) SetupUplink(ctx context.Context, u Uplink) (NodeAddress, e
 	if u.Iface == "" {
 		return NodeAddress{}, errors.New("Windows nodes need the physical adapter to bind the Transparent network to (--uplink-interface)")
 	}
+	if !u.PodSubnet.IsValid() {
+		return NodeAddress{}, errors.New("the Transparent network needs the node's pod subnet")
+	}
 	warnings, err := hns.Preflight(ctx, t.sys, t.ip, u.Iface)
 	for _, w := range warnings {
 		t.cfg.Log.Info("preflight warning", "warning", w)
@@ -108,7 +129,7 @@ func (t *Transparent) SetupUplink(ctx context.Context, u Uplink) (NodeAddress, e
 	if err != nil {
 		return NodeAddress{}, err
 	}
-	n, err := t.ensureNetwork(ctx, u.Iface)
+	n, err := t.ensureNetwork(ctx, u.Iface, []hns.Subnet{{Prefix: u.PodSubnet.Masked(), Gateway: u.PodSubnetRouter}})
 	if err != nil {
 		return NodeAddress{}, err
 	}
@@ -146,15 +167,21 @@ func (t *Transparent) SetupUplink(ctx context.Context, u Uplink) (NodeAddress, e
 	return NodeAddress{IfName: vnicName, IP: ip, MAC: vnic.MAC, NextHop: vnic.Gateway, HostPort: hostPort}, nil
 }
 
-// ensureNetwork adopts the network if it exists (and is ours: Transparent, on adapter), or
-// creates it, and returns once the host vNIC holds the node's address.
-func (t *Transparent) ensureNetwork(ctx context.Context, adapter string) (hns.Network, error) {
+// ensureNetwork adopts the network if it exists (and is ours: Transparent, on adapter, with
+// subnets), or creates it, and returns once the host vNIC holds the node's address.
+func (t *Transparent) ensureNetwork(ctx context.Context, adapter string, subnets []hns.Subnet) (hns.Network, error) {
 	vnicName := hns.HostVNIC(adapter)
 	n, err := t.hns.Network(ctx, t.cfg.Network)
 	if err == nil {
 		if n.Type != hns.TypeTransparent || n.Adapter != adapter {
 			return hns.Network{}, fmt.Errorf("HNS network %q exists as a %s network on adapter %q, not Transparent on %q: "+
 				"remove it (Get-HnsNetwork | ? Name -eq %q | Remove-HnsNetwork) or fix --uplink-interface", n.Name, n.Type, n.Adapter, adapter, n.Name)
+		}
+		if !slices.Equal(n.Subnets, subnets) {
+			// HNS cannot change a network's IPAM subnets; pods with addresses of the old
+			// subnet would not work on the node anyway.
+			return hns.Network{}, fmt.Errorf("HNS network %q has the subnets %v, not the node's %v (an older agent's, or the node's "+
+				"subnet changed): drain the node and remove it (Get-HnsNetwork | ? Name -eq %q | Remove-HnsNetwork)", n.Name, n.Subnets, subnets, n.Name)
 		}
 		// After a reboot Windows restores the vNIC's configuration itself, in its own time.
 		err := t.waitVNIC(ctx, vnicName, nil)
@@ -184,7 +211,7 @@ func (t *Transparent) ensureNetwork(ctx context.Context, adapter string) (hns.Ne
 	if err := t.save(adapter, saved); err != nil {
 		return hns.Network{}, err
 	}
-	n, err = t.hns.CreateTransparentNetwork(ctx, t.cfg.Network, adapter)
+	n, err = t.hns.CreateTransparentNetwork(ctx, t.cfg.Network, adapter, subnets)
 	if err != nil {
 		return hns.Network{}, fmt.Errorf("creating HNS network %q on %q: %w", t.cfg.Network, adapter, err)
 	}
@@ -367,7 +394,7 @@ func (t *Transparent) CreatePodInterface(ctx context.Context, p PodInterface) (A
 		return Attached{}, err
 	}
 	want := t.podEndpoint(n, p)
-	att := Attached{HostIfName: p.HostIfName, HostMAC: p.MAC, PortType: windowsPortType, PortMTU: p.MTU}
+	att := Attached{HostIfName: p.HostIfName, HostMAC: p.MAC}
 	ep, err := t.hns.Endpoint(ctx, p.HostIfName)
 	if err == nil {
 		if d := endpointDiff(ep, want); d != "" {
@@ -376,7 +403,6 @@ func (t *Transparent) CreatePodInterface(ctx context.Context, p PodInterface) (A
 		if err := t.hns.Attach(ctx, p.Netns, ep.ID); err != nil {
 			return Attached{}, fmt.Errorf("attaching HNS endpoint %s to namespace %s: %w", ep.Name, p.Netns, err)
 		}
-		t.setPodMTU(ctx, ep.Name, p.MTU)
 		return att, nil
 	}
 	if !errors.Is(err, hns.ErrNotFound) {
@@ -395,27 +421,40 @@ func (t *Transparent) CreatePodInterface(ctx context.Context, p PodInterface) (A
 	if err := t.hns.Attach(ctx, p.Netns, ep.ID); err != nil {
 		return Attached{}, fmt.Errorf("attaching HNS endpoint %s to namespace %s: %w", ep.Name, p.Netns, err)
 	}
-	t.setPodMTU(ctx, ep.Name, p.MTU)
 	success = true
 	att.Created = true
 	return att, nil
 }
 
-// setPodMTU sets the MTU of the pod's vNIC, which appears in the pod's compartment some
-// time after the attach. Best effort: the OVS port's mtu_request (the agent sets it) covers
-// the switch side, and a pod whose vNIC keeps 1500 works through PMTU discovery, so a vNIC
-// not found in time is logged, not a failed ADD.
-func (t *Transparent) setPodMTU(ctx context.Context, endpoint string, mtu int) {
-	if mtu <= 0 {
-		return
-	}
-	var last error
-	err := t.poll(ctx, min(t.cfg.IPMoveTimeout, 10*time.Second), func(ctx context.Context) bool {
-		last = t.ip.SetMTU(ctx, hns.HostVNIC(endpoint), mtu)
-		return last == nil
-	})
-	if err != nil {
-		t.cfg.Log.Info("could not set the pod vNIC's MTU", "endpoint", endpoint, "mtu", mtu, "error", fmt.Sprint(last))
+// AwaitPodInterface waits for the pod's vNIC "vEthernet (<endpoint>)", which appears in the
+// pod's compartment when the runtime starts the sandbox, after ADD; then sets its MTU, which
+// only the IP stack can (OVS's mtu_request does nothing on Windows: netdev-windows has no
+// set_mtu), and returns "internal", the type the endpoint's OVS port takes now that the
+// Hyper-V port of its name exists.
+func (t *Transparent) AwaitPodInterface(ctx context.Context, ref PodRef, mtu int) (string, error) {
+	name := hns.HostVNIC(ref.HostIfName)
+	tick := time.NewTicker(t.cfg.Poll)
+	defer tick.Stop()
+	for {
+		// The vNIC is in the pod's network compartment, which the agent's (the host's)
+		// look-ups do not see.
+		v, err := t.ip.PodVNIC(ctx, name)
+		if err == nil {
+			if mtu > 0 && v.MTU != mtu {
+				if err := t.ip.SetMTU(ctx, name, mtu); err != nil {
+					return "", fmt.Errorf("MTU of %q: %w", name, err)
+				}
+			}
+			return windowsPortType, nil
+		}
+		if !errors.Is(err, hns.ErrNotFound) {
+			return "", fmt.Errorf("pod vNIC %q: %w", name, err)
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("waiting for the pod vNIC %q: %w", name, ctx.Err())
+		case <-tick.C:
+		}
 	}
 }
 
@@ -462,7 +501,9 @@ func (t *Transparent) deleteEndpoint(ctx context.Context, ep hns.Endpoint) error
 	dctx, cancel := context.WithTimeout(ctx, t.cfg.DeleteTimeout)
 	defer cancel()
 	err := func() error {
-		if ep.Namespace != "" {
+		// HNS reports an unattached endpoint in the all-zero namespace and refuses to
+		// remove it from there.
+		if ep.Attached() {
 			if err := t.hns.Detach(dctx, ep.Namespace, ep.ID); err != nil {
 				return fmt.Errorf("detaching HNS endpoint %s: %w", ep.Name, err)
 			}
@@ -507,16 +548,21 @@ func (t *Transparent) CollectPodInterfaces(ctx context.Context, keep func(name s
 }
 
 // SetupManagementPort gives the node its interface into the pod network: an HNS endpoint
-// named m.IfName (the name of the OVS internal port the agent adds to br-int) with the
-// management MAC and IP, attached to the host namespace, whose host vNIC gets the address,
-// the routes to the cluster and service ranges through m.Gateway, and the MTU. A subnet
-// change replaces the endpoint.
+// named m.IfName with the management MAC and IP, attached to the host namespace; once its
+// host vNIC exists (and with it the Hyper-V port OVS binds by that name), the OVS internal
+// port of the same name (m.AddPort); then the vNIC gets the address, the routes to the
+// cluster and service ranges through m.Gateway, and the MTU. A subnet change replaces the
+// endpoint, with the OVS port out of the bridge meanwhile.
 func (t *Transparent) SetupManagementPort(ctx context.Context, m ManagementPort) error {
 	n, err := t.net(ctx)
 	if err != nil {
 		return err
 	}
 	host, err := t.hns.HostNamespace(ctx)
+	if errors.Is(err, hns.ErrNotFound) {
+		// Some hosts list no default namespace until one is created.
+		host, err = t.hns.CreateHostNamespace(ctx)
+	}
 	if err != nil {
 		return fmt.Errorf("host namespace: %w", err)
 	}
@@ -525,6 +571,9 @@ func (t *Transparent) SetupManagementPort(ctx context.Context, m ManagementPort)
 	switch {
 	case err == nil && endpointDiff(ep, want) != "":
 		t.cfg.Log.Info("replacing the management endpoint", "endpoint", ep.Name, "change", endpointDiff(ep, want))
+		if err := m.RemovePort(ctx); err != nil {
+			return fmt.Errorf("removing the management port from the switch: %w", err)
+		}
 		if err := t.deleteEndpoint(ctx, ep); err != nil {
 			return err
 		}
@@ -547,6 +596,9 @@ func (t *Transparent) SetupManagementPort(ctx context.Context, m ManagementPort)
 	})
 	if err != nil {
 		return fmt.Errorf("waiting for the management vNIC %q: %w (last: %v)", vnic, err, last)
+	}
+	if err := m.AddPort(ctx); err != nil {
+		return fmt.Errorf("adding the management port to the switch: %w", err)
 	}
 	c := hns.IPConfig{Addrs: []netip.Prefix{m.IP}, MTU: m.MTU}
 	for _, r := range m.Routes {

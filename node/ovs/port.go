@@ -119,6 +119,33 @@ func (s *Switch) updateInterface(ctx context.Context, p Port) error {
 	}, ops...)
 }
 
+// ErrNoInterface: the interface is not in the database.
+var ErrNoInterface = errors.New("no such interface")
+
+// SetInterfaceType gives the existing interface called name the type typ. Unlike
+// EnsurePort it never creates anything: ErrNoInterface (wrapped) if the interface is gone.
+// Idempotent.
+func (s *Switch) SetInterfaceType(ctx context.Context, name, typ string) error {
+	have := &vswitchd.Interface{Name: name}
+	if err := s.c.Get(ctx, have); errors.Is(err, client.ErrNotFound) {
+		return fmt.Errorf("interface %s: %w", name, ErrNoInterface)
+	} else if err != nil {
+		return fmt.Errorf("interface %s: %w", name, err)
+	}
+	if have.Type == typ {
+		return nil
+	}
+	have.Type = typ
+	ops, err := s.c.Where(have).Update(have, &have.Type)
+	if err != nil {
+		return err
+	}
+	return s.transact(ctx, fmt.Sprintf("setting the type of interface %s to %q", name, typ), func() bool {
+		now, ok := s.Interface(ctx, name)
+		return !ok || now.Type == typ
+	}, ops...)
+}
+
 // DeletePort removes the port called name from whichever bridge holds it; OVSDB then
 // garbage-collects the Port and Interface rows. Idempotent: nil if there is no such port.
 func (s *Switch) DeletePort(ctx context.Context, name string) error {

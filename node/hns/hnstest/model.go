@@ -16,16 +16,48 @@ import (
 
 // Model is an in-memory HNS, host IP configuration and feature set, for tests. It keeps
 // its state in its fields and enforces the rules the node relies on or must survive:
-//   - a Transparent network needs an existing, physical adapter; names are unique;
+//   - a Transparent network needs an existing, physical adapter, and one adapter serves
+//     one network; HNS does not keep network or endpoint names unique: a second of the
+//     same name is created, and a look-up by name returns the oldest;
 //   - creating it moves the adapter's IP configuration to "vEthernet (<adapter>)" after
 //     IPMoveDelay, or never when IPMoveLost is set (what some builds do); enabling the OVS
 //     extension while the move is pending loses the address altogether (the DHCP lease
 //     the vSwitch was renewing);
-//   - an endpoint needs its network; a namespace attach needs the endpoint and the
+//   - an endpoint needs its network, and its static addresses a subnet of the network
+//     (Microsoft's network-driver docs: a Transparent network's static addresses need
+//     its subnet); an endpoint attached to no namespace reports hns.NoNamespace, the
+//     all-zero GUID, and detaching it from that fails; a namespace attach needs the endpoint and the
 //     namespace; an endpoint is in one namespace at a time;
 //   - deleting a network with endpoints fails;
 //   - an attached endpoint has a vNIC "vEthernet (<name>)" (in the host's compartment for
-//     the host namespace, else in the pod's), gone when it is detached or deleted.
+//     the host namespace, else in the pod's: Interface, which reads the agent's (the
+//     host's) compartment, does not find a pod's, PodVNIC and SetMTU do), gone when it is
+//     detached or deleted. It
+//     appears at once for the host namespace, but for a pod's only once the runtime has
+//     started the sandbox (StartSandbox): containerd runs CNI ADD before it creates and
+//     starts the sandbox, so a pod's vNIC never exists while ADD runs;
+//   - the vSwitch's Hyper-V ports: the adapter's (external) once the network exists, the
+//     host vNIC's "vEthernet (<adapter>)", and one named after each endpoint whose vNIC
+//     exists. SyncOVS plays ovs-vswitchd with the Windows datapath over them (OVS 3.7's
+//     lib/dpif-netlink.c and lib/wmi.c): an OVS interface of type "internal" binds the
+//     first internal Hyper-V port of its name, and when there is none OVS makes a host
+//     vNIC port of that name itself and binds that one (a later port of the same name,
+//     the endpoint's real vNIC, stays unbound); an interface of type "" binds only an
+//     external port (the physical adapter); removing an internal interface, or changing
+//     its type, deletes the Hyper-V port of its name, the endpoint's included. Frames
+//     from a port OVS has not bound are dropped (Forwards);
+//   - an internal interface (a bridge's own included) that OVS first meets while no
+//     switch has the extension enabled cannot be added (lib/wmi.c refuses: "Open vSwitch
+//     Extension is not enabled on any switch") and stays unbound until ovs-vswitchd
+//     restarts (RestartOVS; the OVS Windows install guide's "ports don't get to the kernel
+//     datapath, restart ovs-vswitchd");
+//   - a host may list no default namespace (NoHostNamespace) until one is created;
+//   - a reboot (Reboot) keeps nothing of HNS: networks, endpoints and pods' namespaces are
+//     gone, the adapter has its IP configuration back and ovs-vswitchd starts afresh (its
+//     database, with every port in it, stays);
+//   - "mtu_request" and "mac" of an OVS interface do nothing (netdev-windows has no
+//     set_mtu or set_etheraddr): a pod vNIC comes up with MTU 1500 and keeps it until
+//     SetMTU.
 //
 // Every method first consults the faults set with Fail and Hang, by method name.
 type Model struct {
@@ -39,12 +71,40 @@ type Model struct {
 	features   hns.Features
 	networks   map[string]*hns.Network // by ID
 	endpoints  map[string]*hns.Endpoint
-	namespaces map[string]bool
+	namespaces map[string]*namespace
 	hostNS     string
+	ports      []*hvPort                 // the vSwitch's Hyper-V ports, oldest first
+	ovs        map[string]*ovsIface      // the OVS interfaces SyncOVS last saw, by name
 	ifaces     map[string]*hns.Interface // by alias
+	podIfaces  map[string]bool           // aliases of vNICs in a pod's compartment
 	moves      []pendingMove
 	faults     map[string]fault
 	calls      []string
+}
+
+type namespace struct {
+	started bool // the sandbox runs: attached endpoints have their vNIC
+}
+
+// hvPort is a port of the network's Hyper-V switch, by its friendly name (ElementName).
+type hvPort struct {
+	name     string
+	endpoint string // the endpoint whose vNIC it is; "" for the adapter's, the host vNIC's and OVS's own
+	internal bool   // a host or container vNIC (OVS type "internal"); false: the physical adapter
+	byOVS    bool   // made by OVS for an internal interface that had no port of its name
+}
+
+type ovsIface struct {
+	typ    string
+	bound  *hvPort // nil: OVS has no datapath port for it
+	failed bool    // met before the extension was enabled: unbound until RestartOVS
+}
+
+// Binding is the Hyper-V port OVS bound an interface to.
+type Binding struct {
+	Port     string // the port's name
+	Endpoint string // the endpoint whose vNIC it is; "" if none
+	ByOVS    bool   // OVS made the port itself (a stray host vNIC, not the endpoint's)
 }
 
 type pendingMove struct {
@@ -64,12 +124,14 @@ func NewModel() *Model {
 		features:   hns.Features{HyperV: true, Containers: true, OVSExtension: true},
 		networks:   map[string]*hns.Network{},
 		endpoints:  map[string]*hns.Endpoint{},
-		namespaces: map[string]bool{},
+		namespaces: map[string]*namespace{},
 		ifaces:     map[string]*hns.Interface{},
+		podIfaces:  map[string]bool{},
+		ovs:        map[string]*ovsIface{},
 		faults:     map[string]fault{},
 	}
 	m.hostNS = m.newID()
-	m.namespaces[m.hostNS] = true
+	m.namespaces[m.hostNS] = &namespace{started: true}
 	return m
 }
 
@@ -93,13 +155,218 @@ func (m *Model) AddAdapter(name string, mac net.HardwareAddr, physical bool, c h
 	m.ifaces[name] = &hns.Interface{Name: name, Index: m.seq, MAC: mac, Physical: physical, IPConfig: cloneConfig(c)}
 }
 
-// AddNamespace creates an HCN namespace (what containerd does for a pod sandbox).
+// AddNamespace creates an HCN namespace (what containerd does for a pod sandbox before it
+// calls CNI ADD); its sandbox is not started yet.
 func (m *Model) AddNamespace() string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	id := m.newID()
-	m.namespaces[id] = true
+	m.namespaces[id] = &namespace{}
 	return id
+}
+
+// StartSandbox is the runtime starting the sandbox of namespace id, which containerd does
+// after CNI ADD has returned: the vNICs of the endpoints attached to it appear now, and of
+// those attached later at once.
+func (m *Model) StartSandbox(id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ns := m.namespaces[id]
+	if ns == nil {
+		return fmt.Errorf("namespace %s: %w", id, hns.ErrNotFound)
+	}
+	ns.started = true
+	for _, e := range m.endpoints {
+		if e.Namespace == id {
+			m.addVNIC(e)
+		}
+	}
+	return nil
+}
+
+// addVNIC creates e's vNIC and its Hyper-V port, unless they exist.
+func (m *Model) addVNIC(e *hns.Endpoint) {
+	name := hns.HostVNIC(e.Name)
+	if m.ifaces[name] != nil {
+		return
+	}
+	m.seq++
+	m.ifaces[name] = &hns.Interface{Name: name, Index: m.seq, MAC: e.MAC, IPConfig: hns.IPConfig{MTU: 1500}}
+	m.podIfaces[name] = e.Namespace != m.hostNS
+	m.ports = append(m.ports, &hvPort{name: e.Name, endpoint: e.Name, internal: true})
+}
+
+// removeVNIC removes e's vNIC and its Hyper-V port, and OVS's binding to that port.
+func (m *Model) removeVNIC(e *hns.Endpoint) {
+	delete(m.ifaces, hns.HostVNIC(e.Name))
+	delete(m.podIfaces, hns.HostVNIC(e.Name))
+	m.removePorts(func(p *hvPort) bool { return p.endpoint == e.Name })
+}
+
+func (m *Model) removePorts(match func(*hvPort) bool) {
+	keep := m.ports[:0]
+	for _, p := range m.ports {
+		if !match(p) {
+			keep = append(keep, p)
+			continue
+		}
+		for _, i := range m.ovs {
+			if i.bound == p {
+				i.bound = nil
+			}
+		}
+	}
+	clear(m.ports[len(keep):])
+	m.ports = keep
+}
+
+func (m *Model) firstPort(name string) *hvPort {
+	for _, p := range m.ports {
+		if p.name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+// SyncOVS is ovs-vswitchd on Windows reconfiguring for the interfaces now in its database
+// (name to type, every bridge's): see Model's rules. Interfaces of other types (patch,
+// tunnels) are not Hyper-V ports and are ignored.
+func (m *Model) SyncOVS(ifaces map[string]string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for name, i := range m.ovs {
+		typ, ok := ifaces[name]
+		if ok && typ == i.typ {
+			continue
+		}
+		// OVS removes the datapath port; for an internal one it also deletes the Hyper-V
+		// port of that name (lib/wmi.c delete_wmi_port), whoever made it.
+		if i.typ == "internal" {
+			if p := m.firstPort(name); p != nil {
+				if p.endpoint != "" {
+					delete(m.ifaces, hns.HostVNIC(p.endpoint))
+				}
+				m.removePorts(func(q *hvPort) bool { return q == p })
+			}
+		}
+		delete(m.ovs, name)
+	}
+	for name, typ := range ifaces {
+		if typ != "" && typ != "internal" {
+			continue
+		}
+		i := m.ovs[name]
+		if i == nil {
+			i = &ovsIface{typ: typ}
+			m.ovs[name] = i
+		}
+		if i.bound != nil || i.failed {
+			continue
+		}
+		if !m.extensionOn() {
+			i.failed = typ == "internal" // no datapath before the extension runs on a switch
+			continue
+		}
+		p := m.firstPort(name)
+		switch {
+		case typ == "" && p != nil && !p.internal:
+			i.bound = p
+		case typ == "internal" && p == nil:
+			// lib/wmi.c create_wmi_port: no port of that name, so OVS adds a host vNIC
+			// of its own to the switch and binds it.
+			p = &hvPort{name: name, internal: true, byOVS: true}
+			m.ports = append(m.ports, p)
+			i.bound = p
+		case typ == "internal" && p.internal:
+			i.bound = p
+		}
+	}
+}
+
+func (m *Model) extensionOn() bool {
+	for _, n := range m.networks {
+		if slices.Contains(n.Extensions, hns.OVSExtensionID) {
+			return true
+		}
+	}
+	return false
+}
+
+// Reboot is the host restarting: HNS networks are not persistent (Antrea's known issue),
+// so the networks, their endpoints and vNICs, the Hyper-V ports and the pods' namespaces
+// go; the adapter gets its IP configuration back from the host vNIC; ovs-vswitchd has
+// bound nothing yet.
+func (m *Model) Reboot() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.applyMoves(time.Now())
+	m.moves = nil
+	for _, n := range m.networks {
+		vnic := hns.HostVNIC(n.Adapter)
+		if a, v := m.ifaces[n.Adapter], m.ifaces[vnic]; a != nil && v != nil {
+			a.IPConfig = cloneConfig(v.IPConfig)
+		}
+		delete(m.ifaces, vnic)
+	}
+	for _, e := range m.endpoints {
+		delete(m.ifaces, hns.HostVNIC(e.Name))
+	}
+	clear(m.networks)
+	clear(m.endpoints)
+	for id := range m.namespaces {
+		if id != m.hostNS {
+			delete(m.namespaces, id)
+		}
+	}
+	m.ports = nil
+	clear(m.ovs)
+}
+
+// RestartOVS is ovs-vswitchd restarting: it forgets the interfaces it failed to add, and
+// binds them again on the next SyncOVS.
+func (m *Model) RestartOVS() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, i := range m.ovs {
+		i.failed = false
+	}
+}
+
+// OVSBinding returns the Hyper-V port the OVS interface name is bound to, if any.
+func (m *Model) OVSBinding(name string) (Binding, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	i := m.ovs[name]
+	if i == nil || i.bound == nil {
+		return Binding{}, false
+	}
+	return Binding{Port: i.bound.name, Endpoint: i.bound.endpoint, ByOVS: i.bound.byOVS}, true
+}
+
+// Forwards reports whether frames from the vNIC of the endpoint called name reach OVS:
+// its Hyper-V port exists and an OVS interface is bound to it (the extension drops frames
+// from ports it does not know, datapath-windows PacketIO.c).
+func (m *Model) Forwards(endpoint string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, i := range m.ovs {
+		if i.bound != nil && i.bound.endpoint == endpoint {
+			return true
+		}
+	}
+	return false
+}
+
+// HyperVPorts returns the names of the switch's Hyper-V ports, oldest first.
+func (m *Model) HyperVPorts() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for _, p := range m.ports {
+		out = append(out, p.name)
+	}
+	return out
 }
 
 // Fail makes every call of method op return err, until Heal.
@@ -214,13 +481,16 @@ func (m *Model) Features(ctx context.Context) (hns.Features, error) {
 	return m.features, nil
 }
 
+// networkByName returns the oldest network called name: HNS does not keep names unique,
+// and a query by name answers with the first match.
 func (m *Model) networkByName(name string) *hns.Network {
+	var first *hns.Network
 	for _, n := range m.networks {
-		if n.Name == name {
-			return n
+		if n.Name == name && (first == nil || n.ID < first.ID) { // IDs grow with seq
+			first = n
 		}
 	}
-	return nil
+	return first
 }
 
 func (m *Model) Network(ctx context.Context, name string) (hns.Network, error) {
@@ -235,14 +505,11 @@ func (m *Model) Network(ctx context.Context, name string) (hns.Network, error) {
 	return cloneNetwork(*n), nil
 }
 
-func (m *Model) CreateTransparentNetwork(ctx context.Context, name, adapter string) (hns.Network, error) {
+func (m *Model) CreateTransparentNetwork(ctx context.Context, name, adapter string, subnets []hns.Subnet) (hns.Network, error) {
 	if err := m.enter(ctx, "CreateTransparentNetwork"); err != nil {
 		return hns.Network{}, err
 	}
 	defer m.mu.Unlock()
-	if m.networkByName(name) != nil {
-		return hns.Network{}, fmt.Errorf("network %q: %w", name, hns.ErrExists)
-	}
 	a := m.ifaces[adapter]
 	if a == nil {
 		return hns.Network{}, fmt.Errorf("network %q: adapter %q: %w", name, adapter, hns.ErrNotFound)
@@ -255,13 +522,14 @@ func (m *Model) CreateTransparentNetwork(ctx context.Context, name, adapter stri
 			return hns.Network{}, fmt.Errorf("network %q: adapter %q is bound to network %q: %w", name, adapter, n.Name, hns.ErrExists)
 		}
 	}
-	n := &hns.Network{ID: m.newID(), Name: name, Type: hns.TypeTransparent, Adapter: adapter}
+	n := &hns.Network{ID: m.newID(), Name: name, Type: hns.TypeTransparent, Adapter: adapter, Subnets: slices.Clone(subnets)}
 	m.networks[n.ID] = n
 	// The vSwitch takes the adapter: its IP configuration leaves it now and shows up on
 	// the host vNIC later.
 	vnic := hns.HostVNIC(adapter)
 	m.seq++
 	m.ifaces[vnic] = &hns.Interface{Name: vnic, Index: m.seq, MAC: a.MAC, IPConfig: hns.IPConfig{MTU: a.MTU}}
+	m.ports = append(m.ports, &hvPort{name: adapter}, &hvPort{name: vnic, internal: true})
 	saved := cloneConfig(a.IPConfig)
 	a.IPConfig = hns.IPConfig{MTU: a.MTU}
 	if !m.IPMoveLost {
@@ -310,16 +578,19 @@ func (m *Model) DeleteNetwork(ctx context.Context, id string) error {
 	}
 	delete(m.networks, id)
 	delete(m.ifaces, hns.HostVNIC(n.Adapter))
+	m.removePorts(func(p *hvPort) bool { return p.endpoint == "" })
 	return nil
 }
 
+// endpointByName returns the oldest endpoint called name (see networkByName).
 func (m *Model) endpointByName(name string) *hns.Endpoint {
+	var first *hns.Endpoint
 	for _, e := range m.endpoints {
-		if e.Name == name {
-			return e
+		if e.Name == name && (first == nil || e.ID < first.ID) {
+			first = e
 		}
 	}
-	return nil
+	return first
 }
 
 func (m *Model) CreateEndpoint(ctx context.Context, e hns.Endpoint) (hns.Endpoint, error) {
@@ -327,15 +598,18 @@ func (m *Model) CreateEndpoint(ctx context.Context, e hns.Endpoint) (hns.Endpoin
 		return hns.Endpoint{}, err
 	}
 	defer m.mu.Unlock()
-	if m.networks[e.NetworkID] == nil {
+	n := m.networks[e.NetworkID]
+	if n == nil {
 		return hns.Endpoint{}, fmt.Errorf("endpoint %q: network %s: %w", e.Name, e.NetworkID, hns.ErrNotFound)
 	}
-	if m.endpointByName(e.Name) != nil {
-		return hns.Endpoint{}, fmt.Errorf("endpoint %q: %w", e.Name, hns.ErrExists)
+	for _, ip := range e.IPs {
+		if !slices.ContainsFunc(n.Subnets, func(s hns.Subnet) bool { return s.Prefix.Contains(ip.Addr()) }) {
+			return hns.Endpoint{}, fmt.Errorf("endpoint %q: %s on network %q: %w", e.Name, ip, n.Name, hns.ErrNoSubnet)
+		}
 	}
 	e = cloneEndpoint(e)
 	e.ID = m.newID()
-	e.Namespace = ""
+	e.Namespace = hns.NoNamespace
 	m.endpoints[e.ID] = &e
 	return cloneEndpoint(e), nil
 }
@@ -376,9 +650,7 @@ func (m *Model) DeleteEndpoint(ctx context.Context, id string) error {
 	if e == nil {
 		return nil
 	}
-	if e.Namespace != "" {
-		delete(m.ifaces, hns.HostVNIC(e.Name))
-	}
+	m.removeVNIC(e)
 	delete(m.endpoints, id)
 	return nil
 }
@@ -392,22 +664,24 @@ func (m *Model) Attach(ctx context.Context, namespaceID, endpointID string) erro
 	if e == nil {
 		return fmt.Errorf("attaching endpoint %s: %w", endpointID, hns.ErrNotFound)
 	}
-	if !m.namespaces[namespaceID] {
+	ns := m.namespaces[namespaceID]
+	if ns == nil {
 		return fmt.Errorf("attaching endpoint %q to namespace %s: namespace %w", e.Name, namespaceID, hns.ErrNotFound)
 	}
 	switch e.Namespace {
 	case namespaceID:
 		return nil
-	case "":
+	case hns.NoNamespace:
 	default:
 		return fmt.Errorf("attaching endpoint %q to namespace %s: attached to %s: %w", e.Name, namespaceID, e.Namespace, hns.ErrExists)
 	}
 	e.Namespace = namespaceID
-	// The endpoint's vNIC appears in the namespace's compartment: the host's for the
-	// host namespace, the pod's otherwise (found by alias in every compartment).
-	m.seq++
-	name := hns.HostVNIC(e.Name)
-	m.ifaces[name] = &hns.Interface{Name: name, Index: m.seq, MAC: e.MAC, IPConfig: hns.IPConfig{MTU: 1500}}
+	// The endpoint's vNIC appears in the namespace's compartment (the host's for the host
+	// namespace, the pod's otherwise, found by alias in every compartment) once the
+	// compartment is in use: at once for the host, when the sandbox starts for a pod.
+	if ns.started {
+		m.addVNIC(e)
+	}
 	return nil
 }
 
@@ -416,12 +690,16 @@ func (m *Model) Detach(ctx context.Context, namespaceID, endpointID string) erro
 		return err
 	}
 	defer m.mu.Unlock()
+	if namespaceID == hns.NoNamespace {
+		// What HNS answers (Antrea's isValidHostNamespace guards against it).
+		return fmt.Errorf("removing endpoint %s from namespace %s: the parameter is incorrect", endpointID, namespaceID)
+	}
 	e := m.endpoints[endpointID]
 	if e == nil || e.Namespace != namespaceID {
 		return nil
 	}
-	delete(m.ifaces, hns.HostVNIC(e.Name))
-	e.Namespace = ""
+	m.removeVNIC(e)
+	e.Namespace = hns.NoNamespace
 	return nil
 }
 
@@ -430,7 +708,32 @@ func (m *Model) HostNamespace(ctx context.Context) (string, error) {
 		return "", err
 	}
 	defer m.mu.Unlock()
+	if m.hostNS == "" {
+		return "", fmt.Errorf("host default namespace: %w", hns.ErrNotFound)
+	}
 	return m.hostNS, nil
+}
+
+// NoHostNamespace makes the host list no default namespace until one is created (what
+// hcsshim's tests prepare for).
+func (m *Model) NoHostNamespace() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.namespaces, m.hostNS)
+	m.hostNS = ""
+}
+
+func (m *Model) CreateHostNamespace(ctx context.Context) (string, error) {
+	if err := m.enter(ctx, "CreateHostNamespace"); err != nil {
+		return "", err
+	}
+	defer m.mu.Unlock()
+	id := m.newID()
+	m.namespaces[id] = &namespace{started: true}
+	if m.hostNS == "" {
+		m.hostNS = id
+	}
+	return id, nil
 }
 
 func (m *Model) Interface(ctx context.Context, name string) (hns.Interface, error) {
@@ -439,10 +742,22 @@ func (m *Model) Interface(ctx context.Context, name string) (hns.Interface, erro
 	}
 	defer m.mu.Unlock()
 	i := m.ifaces[name]
-	if i == nil {
+	if i == nil || m.podIfaces[name] { // the agent's compartment is the host's
 		return hns.Interface{}, fmt.Errorf("interface %q: %w", name, hns.ErrNotFound)
 	}
 	return cloneInterface(*i), nil
+}
+
+func (m *Model) PodVNIC(ctx context.Context, name string) (hns.VNIC, error) {
+	if err := m.enter(ctx, "PodVNIC"); err != nil {
+		return hns.VNIC{}, err
+	}
+	defer m.mu.Unlock()
+	i := m.ifaces[name]
+	if i == nil {
+		return hns.VNIC{}, fmt.Errorf("vNIC %q: %w", name, hns.ErrNotFound)
+	}
+	return hns.VNIC{Name: name, MTU: i.MTU}, nil
 }
 
 func (m *Model) Configure(ctx context.Context, name string, c hns.IPConfig) error {
@@ -490,6 +805,7 @@ func cloneInterface(i hns.Interface) hns.Interface {
 
 func cloneNetwork(n hns.Network) hns.Network {
 	n.Extensions = slices.Clone(n.Extensions)
+	n.Subnets = slices.Clone(n.Subnets)
 	return n
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -31,10 +32,10 @@ func newHost(t *testing.T) *Model {
 func TestTransparentNeedsPhysicalAdapter(t *testing.T) {
 	ctx := context.Background()
 	m := newHost(t)
-	if _, err := m.CreateTransparentNetwork(ctx, "ovnt", "vEthernet (nat)"); !errors.Is(err, hns.ErrVirtualAdapter) {
+	if _, err := m.CreateTransparentNetwork(ctx, "ovnt", "vEthernet (nat)", nil); !errors.Is(err, hns.ErrVirtualAdapter) {
 		t.Fatalf("virtual adapter: %v, want hns.ErrVirtualAdapter", err)
 	}
-	if _, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet9"); !errors.Is(err, hns.ErrNotFound) {
+	if _, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet9", nil); !errors.Is(err, hns.ErrNotFound) {
 		t.Fatalf("missing adapter: %v, want hns.ErrNotFound", err)
 	}
 	if n := m.Networks(); len(n) != 0 {
@@ -42,14 +43,35 @@ func TestTransparentNeedsPhysicalAdapter(t *testing.T) {
 	}
 }
 
-func TestNetworkNamesUnique(t *testing.T) {
+// HNS does not keep names unique; one adapter serves one network.
+func TestNamesNotUnique(t *testing.T) {
 	ctx := context.Background()
 	m := newHost(t)
-	if _, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0"); err != nil {
+	m.AddAdapter("Ethernet1", adapterMAC, true, hns.IPConfig{})
+	first, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0", nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0"); !errors.Is(err, hns.ErrExists) {
-		t.Fatalf("second network of the same name: %v, want hns.ErrExists", err)
+	if _, err := m.CreateTransparentNetwork(ctx, "other", "Ethernet0", nil); !errors.Is(err, hns.ErrExists) {
+		t.Fatalf("second network on the same adapter: %v, want hns.ErrExists", err)
+	}
+	if _, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet1", nil); err != nil {
+		t.Fatalf("second network of the same name: %v, want it created", err)
+	}
+	if n, err := m.Network(ctx, "ovnt"); err != nil || n.ID != first.ID {
+		t.Errorf("look-up by name: %+v (%v), want the first network", n, err)
+	}
+	ep, err := m.CreateEndpoint(ctx, hns.Endpoint{Name: "ep", NetworkID: first.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.CreateEndpoint(ctx, hns.Endpoint{Name: "ep", NetworkID: first.ID}); err != nil {
+		t.Fatalf("second endpoint of the same name: %v, want it created", err)
+	}
+	for range 5 {
+		if got, err := m.Endpoint(ctx, "ep"); err != nil || got.ID != ep.ID {
+			t.Fatalf("look-up by name: %+v (%v), want the first endpoint", got, err)
+		}
 	}
 }
 
@@ -57,7 +79,7 @@ func TestIPMovesAfterDelay(t *testing.T) {
 	ctx := context.Background()
 	m := newHost(t)
 	m.IPMoveDelay = 300 * time.Millisecond
-	if _, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0"); err != nil {
+	if _, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0", nil); err != nil {
 		t.Fatal(err)
 	}
 	a, _ := m.Interface(ctx, "Ethernet0")
@@ -85,7 +107,7 @@ func TestExtensionBeforeMoveLosesAddress(t *testing.T) {
 	ctx := context.Background()
 	m := newHost(t)
 	m.IPMoveDelay = 100 * time.Millisecond
-	n, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0")
+	n, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,16 +131,13 @@ func TestEndpointRules(t *testing.T) {
 	if _, err := m.CreateEndpoint(ctx, hns.Endpoint{Name: "ep", NetworkID: "nope"}); !errors.Is(err, hns.ErrNotFound) {
 		t.Fatalf("endpoint without network: %v", err)
 	}
-	n, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0")
+	n, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ep, err := m.CreateEndpoint(ctx, hns.Endpoint{Name: "ep", NetworkID: n.ID})
 	if err != nil {
 		t.Fatal(err)
-	}
-	if _, err := m.CreateEndpoint(ctx, hns.Endpoint{Name: "ep", NetworkID: n.ID}); !errors.Is(err, hns.ErrExists) {
-		t.Fatalf("duplicate endpoint name: %v", err)
 	}
 	ns := m.AddNamespace()
 	if err := m.Attach(ctx, ns, "missing"); !errors.Is(err, hns.ErrNotFound) {
@@ -155,7 +174,7 @@ func TestEndpointRules(t *testing.T) {
 func TestHostNamespaceMakesVNIC(t *testing.T) {
 	ctx := context.Background()
 	m := newHost(t)
-	n, _ := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0")
+	n, _ := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0", nil)
 	mac, _ := net.ParseMAC("0a:58:0a:f4:01:02")
 	ep, _ := m.CreateEndpoint(ctx, hns.Endpoint{Name: "k8s-win1", NetworkID: n.ID, MAC: mac})
 	host, _ := m.HostNamespace(ctx)
@@ -217,5 +236,200 @@ func TestPreflight(t *testing.T) {
 	}
 	if len(w) != 1 || !strings.Contains(w[0], "MacAddressSpoofing") {
 		t.Errorf("warnings %v, want MAC spoofing", w)
+	}
+}
+
+// withEndpoint creates the network "ovnt" on Ethernet0 and an endpoint called name on it.
+func withEndpoint(t *testing.T, m *Model, name string) (hns.Network, hns.Endpoint) {
+	t.Helper()
+	ctx := context.Background()
+	n, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := m.CreateEndpoint(ctx, hns.Endpoint{Name: name, NetworkID: n.ID, MAC: adapterMAC})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n, ep
+}
+
+// podHost is newHost with the network created, the OVS extension enabled and one pod
+// endpoint "ovt1" attached to a sandbox that has not started.
+func podHost(t *testing.T) (m *Model, ns string, ep hns.Endpoint) {
+	t.Helper()
+	ctx := context.Background()
+	m = newHost(t)
+	n, ep := withEndpoint(t, m, "ovt1")
+	if err := m.EnableExtension(ctx, n.ID, hns.OVSExtensionID); err != nil {
+		t.Fatal(err)
+	}
+	ns = m.AddNamespace()
+	if err := m.Attach(ctx, ns, ep.ID); err != nil {
+		t.Fatal(err)
+	}
+	return m, ns, ep
+}
+
+// containerd runs ADD before it starts the sandbox: the pod's vNIC appears only then.
+func TestPodVNICAppearsWhenSandboxStarts(t *testing.T) {
+	m, ns, _ := podHost(t)
+	if _, ok := m.InterfaceNow(hns.HostVNIC("ovt1")); ok {
+		t.Fatal("the pod's vNIC exists before its sandbox started")
+	}
+	if err := m.StartSandbox(ns); err != nil {
+		t.Fatal(err)
+	}
+	v, ok := m.InterfaceNow(hns.HostVNIC("ovt1"))
+	if !ok || v.MTU != 1500 {
+		t.Fatalf("after the sandbox started: vNIC %+v (%v), want it with MTU 1500", v, ok)
+	}
+	// It is in the pod's compartment: the host's look-up does not see it.
+	ctx := context.Background()
+	if _, err := m.Interface(ctx, hns.HostVNIC("ovt1")); !errors.Is(err, hns.ErrNotFound) {
+		t.Errorf("Interface found the pod's vNIC (%v); it reads the host's compartment only", err)
+	}
+	if p, err := m.PodVNIC(ctx, hns.HostVNIC("ovt1")); err != nil || p.MTU != 1500 {
+		t.Errorf("PodVNIC: %+v (%v)", p, err)
+	}
+	if err := m.StartSandbox("nope"); !errors.Is(err, hns.ErrNotFound) {
+		t.Errorf("starting a missing sandbox: %v, want hns.ErrNotFound", err)
+	}
+}
+
+// An internal OVS interface added before the endpoint's vNIC exists binds a host vNIC OVS
+// makes itself; the real vNIC, when it comes, is not bound and its frames are dropped.
+func TestOVSInternalBeforeVNICBindsItsOwn(t *testing.T) {
+	m, ns, _ := podHost(t)
+	m.SyncOVS(map[string]string{"ovt1": "internal"})
+	if b, ok := m.OVSBinding("ovt1"); !ok || !b.ByOVS || b.Endpoint != "" {
+		t.Fatalf("binding %+v (%v), want OVS's own port", b, ok)
+	}
+	if err := m.StartSandbox(ns); err != nil {
+		t.Fatal(err)
+	}
+	m.SyncOVS(map[string]string{"ovt1": "internal"})
+	if b, _ := m.OVSBinding("ovt1"); !b.ByOVS {
+		t.Errorf("after the real vNIC appeared the binding moved to %+v; OVS keeps the first port", b)
+	}
+	if m.Forwards("ovt1") {
+		t.Error("the pod's vNIC forwards though OVS bound another port")
+	}
+}
+
+// With the vNIC there first, an internal interface binds it; one of type "" does not (it
+// binds only the physical adapter), and removing the internal interface deletes the
+// Hyper-V port, the endpoint's vNIC with it.
+func TestOVSBindsEndpointVNIC(t *testing.T) {
+	m, ns, _ := podHost(t)
+	if err := m.StartSandbox(ns); err != nil {
+		t.Fatal(err)
+	}
+	m.SyncOVS(map[string]string{"ovt1": "", "Ethernet0": ""})
+	if b, ok := m.OVSBinding("ovt1"); ok {
+		t.Errorf("type \"\" bound %+v, want nothing", b)
+	}
+	if b, ok := m.OVSBinding("Ethernet0"); !ok || b.Port != "Ethernet0" {
+		t.Errorf("the adapter: %+v (%v), want bound", b, ok)
+	}
+	if m.Forwards("ovt1") {
+		t.Error("frames of an unbound vNIC forwarded")
+	}
+	m.SyncOVS(map[string]string{"ovt1": "internal", "Ethernet0": ""})
+	if b, ok := m.OVSBinding("ovt1"); !ok || b.ByOVS || b.Endpoint != "ovt1" {
+		t.Fatalf("binding %+v (%v), want the endpoint's vNIC", b, ok)
+	}
+	if !m.Forwards("ovt1") {
+		t.Error("the bound vNIC does not forward")
+	}
+	m.SyncOVS(map[string]string{"Ethernet0": ""})
+	if _, ok := m.InterfaceNow(hns.HostVNIC("ovt1")); ok {
+		t.Error("removing the internal OVS interface left the endpoint's vNIC")
+	}
+	if got := m.HyperVPorts(); slices.Contains(got, "ovt1") {
+		t.Errorf("Hyper-V ports %v after the OVS interface went", got)
+	}
+}
+
+// A static endpoint address must lie in a subnet of the network (H3 of the Windows review).
+func TestStaticAddressNeedsSubnet(t *testing.T) {
+	ctx := context.Background()
+	m := newHost(t)
+	ip := netip.MustParsePrefix("10.244.1.7/24")
+	bare, err := m.CreateTransparentNetwork(ctx, "bare", "Ethernet0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.CreateEndpoint(ctx, hns.Endpoint{Name: "ep", NetworkID: bare.ID, IPs: []netip.Prefix{ip}}); !errors.Is(err, hns.ErrNoSubnet) {
+		t.Fatalf("static address on a network without a subnet: %v, want hns.ErrNoSubnet", err)
+	}
+	if err := m.DeleteNetwork(ctx, bare.ID); err != nil {
+		t.Fatal(err)
+	}
+	sub := hns.Subnet{Prefix: netip.MustParsePrefix("10.244.1.0/24"), Gateway: netip.MustParseAddr("10.244.1.1")}
+	n, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0", []hns.Subnet{sub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Networks(); len(got) != 1 || !slices.Equal(got[0].Subnets, []hns.Subnet{sub}) {
+		t.Errorf("networks %+v, want the subnet read back", got)
+	}
+	if _, err := m.CreateEndpoint(ctx, hns.Endpoint{Name: "ep", NetworkID: n.ID, IPs: []netip.Prefix{ip}}); err != nil {
+		t.Errorf("address in the subnet: %v", err)
+	}
+	out := netip.MustParsePrefix("10.244.2.7/24")
+	if _, err := m.CreateEndpoint(ctx, hns.Endpoint{Name: "ep2", NetworkID: n.ID, IPs: []netip.Prefix{out}}); !errors.Is(err, hns.ErrNoSubnet) {
+		t.Errorf("address outside the subnet: %v, want hns.ErrNoSubnet", err)
+	}
+}
+
+// HNS reports an unattached endpoint in the all-zero namespace, and refuses to remove it
+// from there (M3 of the Windows review).
+func TestUnattachedEndpointZeroNamespace(t *testing.T) {
+	ctx := context.Background()
+	m := newHost(t)
+	_, ep := withEndpoint(t, m, "ep")
+	if ep.Namespace != hns.NoNamespace || ep.Attached() {
+		t.Errorf("new endpoint in namespace %q (attached %v), want the zero GUID", ep.Namespace, ep.Attached())
+	}
+	if err := m.Detach(ctx, ep.Namespace, ep.ID); err == nil {
+		t.Error("detaching from the zero namespace succeeded")
+	}
+	ns := m.AddNamespace()
+	if err := m.Attach(ctx, ns, ep.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Detach(ctx, ns, ep.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := m.Endpoint(ctx, "ep"); got.Namespace != hns.NoNamespace {
+		t.Errorf("detached endpoint in namespace %q, want the zero GUID", got.Namespace)
+	}
+}
+
+// An internal interface OVS meets before the extension is enabled stays unbound until
+// ovs-vswitchd restarts (M1 of the Windows review).
+func TestOVSBeforeExtension(t *testing.T) {
+	ctx := context.Background()
+	m := newHost(t)
+	n, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.SyncOVS(map[string]string{"br-int": "internal"})
+	if err := m.EnableExtension(ctx, n.ID, hns.OVSExtensionID); err != nil {
+		t.Fatal(err)
+	}
+	m.SyncOVS(map[string]string{"br-int": "internal", "br-phy": "internal"})
+	if b, ok := m.OVSBinding("br-int"); ok {
+		t.Errorf("br-int, added before the extension, bound to %+v", b)
+	}
+	if _, ok := m.OVSBinding("br-phy"); !ok {
+		t.Error("br-phy, added after the extension, is not bound")
+	}
+	m.RestartOVS()
+	m.SyncOVS(map[string]string{"br-int": "internal", "br-phy": "internal"})
+	if _, ok := m.OVSBinding("br-int"); !ok {
+		t.Error("br-int is not bound after ovs-vswitchd restarted")
 	}
 }
