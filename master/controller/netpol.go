@@ -126,27 +126,7 @@ func newNetpolReconcilers(s *shared, nbc client.Client, w *watcher) (*policyReco
 	}
 	// A node's addresses are left out of every ingress ipBlock: a change resyncs the
 	// policies that have one.
-	nodeIPsChanged := func(old, cur *corev1.Node) {
-		var o, c []*corev1.Node
-		if old != nil {
-			o = []*corev1.Node{old}
-		}
-		if cur != nil {
-			c = []*corev1.Node{cur}
-		}
-		if !slices.Equal(svcmodel.NodeIPs(o), svcmodel.NodeIPs(c)) {
-			w.add(st.ipBlockPolicies()...)
-		}
-	}
-	err = w.handle(w.factory.Core().V1().Nodes().Informer(), cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { nodeIPsChanged(nil, obj.(*corev1.Node)) },
-		UpdateFunc: func(old, cur any) { nodeIPsChanged(old.(*corev1.Node), cur.(*corev1.Node)) },
-		DeleteFunc: func(obj any) {
-			if n, ok := unwrapTombstone(obj).(*corev1.Node); ok {
-				nodeIPsChanged(n, nil)
-			}
-		},
-	})
+	err = w.onNodeIPsChanged(func() { w.add(st.ipBlockPolicies()...) })
 	if err != nil {
 		return nil, nil, fmt.Errorf("controller: node handler for policies: %w", err)
 	}

@@ -6,8 +6,10 @@ package controller
 
 import (
 	"context"
+	"slices"
 
 	"github.com/ovn-org/libovsdb/model"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -17,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/reconcile"
+	"github.com/ovn-transparent/ovn-transparent/internal/svcmodel"
 	"github.com/ovn-transparent/ovn-transparent/master/ipam"
 	"github.com/ovn-transparent/ovn-transparent/master/nb"
 	"github.com/ovn-transparent/ovn-transparent/master/topology"
@@ -121,6 +124,32 @@ func (w *watcher) handle(inf cache.SharedIndexInformer, h cache.ResourceEventHan
 }
 
 // add enqueues keys.
+// onNodeIPsChanged registers changed to run when a node's addresses (svcmodel.NodeIPs)
+// change, a node with addresses appears or one goes.
+func (w *watcher) onNodeIPsChanged(changed func()) error {
+	check := func(old, cur *corev1.Node) {
+		var o, c []*corev1.Node
+		if old != nil {
+			o = []*corev1.Node{old}
+		}
+		if cur != nil {
+			c = []*corev1.Node{cur}
+		}
+		if !slices.Equal(svcmodel.NodeIPs(o), svcmodel.NodeIPs(c)) {
+			changed()
+		}
+	}
+	return w.handle(w.factory.Core().V1().Nodes().Informer(), cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { check(nil, obj.(*corev1.Node)) },
+		UpdateFunc: func(old, cur any) { check(old.(*corev1.Node), cur.(*corev1.Node)) },
+		DeleteFunc: func(obj any) {
+			if n, ok := unwrapTombstone(obj).(*corev1.Node); ok {
+				check(n, nil)
+			}
+		},
+	})
+}
+
 func (w *watcher) add(keys ...nb.Key) {
 	for _, k := range keys {
 		w.queue.Add(k)

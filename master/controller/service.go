@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"reflect"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -72,30 +71,12 @@ func newServiceReconciler(s *shared, w *watcher) (*serviceReconciler, error) {
 		return nil, fmt.Errorf("controller: endpointslice handler: %w", err)
 	}
 	// A node address that appears or goes changes which external IPs Services may claim.
-	nodeIPsChanged := func(old, cur *corev1.Node) {
-		var o, n []*corev1.Node
-		if old != nil {
-			o = []*corev1.Node{old}
+	err = w.onNodeIPsChanged(func() {
+		keys, err := s.externalServices()
+		if err != nil {
+			s.log.Error(err, "Listing the Services with external IPs after a node address changed; the periodic resync syncs them")
 		}
-		if cur != nil {
-			n = []*corev1.Node{cur}
-		}
-		if !slices.Equal(svcmodel.NodeIPs(o), svcmodel.NodeIPs(n)) {
-			keys, err := s.externalServices()
-			if err != nil {
-				s.log.Error(err, "Listing the Services with external IPs after a node address changed; the periodic resync syncs them")
-			}
-			w.add(keys...)
-		}
-	}
-	err = w.handle(w.factory.Core().V1().Nodes().Informer(), cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { nodeIPsChanged(nil, obj.(*corev1.Node)) },
-		UpdateFunc: func(old, cur any) { nodeIPsChanged(old.(*corev1.Node), cur.(*corev1.Node)) },
-		DeleteFunc: func(obj any) {
-			if n, ok := unwrapTombstone(obj).(*corev1.Node); ok {
-				nodeIPsChanged(n, nil)
-			}
-		},
+		w.add(keys...)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("controller: node handler for services: %w", err)

@@ -269,8 +269,9 @@ func mgmtIP(t *testing.T, r *runner, node string) netip.Addr {
 }
 
 // TestNodeToPodUnderDefaultDeny: with ingress and egress denied for every pod of the
-// namespace, pods cannot talk to each other, but each node still reaches pods on itself and on
-// the other node through its management port (kubelet probes), and gets the answers back.
+// namespace, pods cannot talk to each other, but each node still reaches the pods on itself
+// through its management port (kubelet probes), and gets the answers back; a pod on another
+// node it does not reach (security audit H3: only a pod's own node is admitted).
 func TestNodeToPodUnderDefaultDeny(t *testing.T) {
 	r := sharedRunner(t)
 	ns := e2eNamespace(t, r, "np-mgmt", nil)
@@ -286,8 +287,9 @@ func TestNodeToPodUnderDefaultDeny(t *testing.T) {
 	for _, n := range r.cl.Nodes {
 		for _, p := range []*corev1.Pod{a, b} {
 			what := fmt.Sprintf("node %s (%s) -> pod %s on %s", n.Name, mgmtIP(t, r, n.Name), p.Name, p.Spec.NodeName)
-			expectConn(t, r, what, n.Netns, tcp, p.Status.PodIP, 8080, ns+"/"+p.Name, true)
-			expectConn(t, r, what, n.Netns, udp, p.Status.PodIP, 9090, ns+"/"+p.Name, true)
+			own := n.Name == p.Spec.NodeName
+			expectConn(t, r, what, n.Netns, tcp, p.Status.PodIP, 8080, ns+"/"+p.Name, own)
+			expectConn(t, r, what, n.Netns, udp, p.Status.PodIP, 9090, ns+"/"+p.Name, own)
 		}
 	}
 }
