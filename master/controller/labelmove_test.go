@@ -173,7 +173,9 @@ func TestUnitLabelMoveNeverUnisolates(t *testing.T) {
 			return false
 		}
 	}
-	waitRow(e, "mover in "+pgA, in(pgA))
+	// in(pgA) also holds for pgB without the mover, which may come first: wait for pgA's row
+	// itself, or the monitor could start before the mover is in any group.
+	waitRow(e, "mover in "+pgA, func(r *nbdb.PortGroup) bool { return r.Name == pgA && in(pgA)(r) })
 	mon := e.startPGMonitor()
 	kubetest.Eventually(t, "the monitor's initial state", func() (bool, string) {
 		states, err := mon.snapshot()
