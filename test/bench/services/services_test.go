@@ -124,15 +124,29 @@ func BenchmarkServices(b *testing.B) {
 	fmt.Printf("svcbench: master idle (under 5%% CPU for 2 s) %s after convergence\n", idle.Round(100*time.Millisecond))
 	nbFile := filepath.Join(central.Dir, "nb.db")
 	gen := map[int]int{}
+	// The master's own share of each change, from its histogram (the update call above is
+	// dominated by the API server and etcd).
+	metricsURL := "http://" + health + "/metrics"
+	serviceSyncs := func() benchutil.Histogram {
+		h, err := benchutil.ScrapeHistogram(metricsURL, benchutil.EventToNB, map[string]string{"kind": "Service"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return h
+	}
+	h0 := serviceSyncs()
 	lat, rows, bytes := changes(ctx, b, kc, w, nbFile, gen, nSvc, nEP, nNodes, nChanges)
 	report(fmt.Sprintf("%d Services, %d nodes", nSvc, nNodes), lat, rows, bytes)
+	fmt.Printf("svcbench: %d Services, %d nodes: %s\n", nSvc, nNodes, benchutil.MasterShare(metricsURL, "Service", h0))
 	fmt.Printf("svcbench: NB rows per Service with %d nodes: %s\n", nNodes, w.rowsPerService(nSvc))
 
 	if moreNodes > nNodes {
 		createNodes(ctx, b, kc, nNodes+1, moreNodes)
 		w.waitGroupReferrers(ctx, b, 2*moreNodes)
+		h0 = serviceSyncs()
 		lat, rows, bytes = changes(ctx, b, kc, w, nbFile, gen, nSvc, nEP, nNodes, nChanges/2)
 		report(fmt.Sprintf("%d Services, %d nodes", nSvc, moreNodes), lat, rows, bytes)
+		fmt.Printf("svcbench: %d Services, %d nodes: %s\n", nSvc, moreNodes, benchutil.MasterShare(metricsURL, "Service", h0))
 		fmt.Printf("svcbench: NB rows per Service with %d nodes: %s\n", moreNodes, w.rowsPerService(nSvc))
 	}
 	fmt.Printf("svcbench: master memory at the end: %s\n", benchutil.ProcMem(b, master.Pid()))
