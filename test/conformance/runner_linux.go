@@ -641,7 +641,7 @@ func (r *runner) runCase(ctx context.Context, idx int, tc *generator.TestCase, r
 			res.Mismatches += bad
 			report(fmt.Sprintf("case #%d %q step %d: %d of %d probes differ from the oracle (%d differed on the first try)\npolicies:\n%s\nresources:\n%s\n%s%s",
 				idx, tc.Description, si+1, bad, len(e.Want), len(retry), policiesYAML(r.policies), renderResources(r.res), renderDiff(e.Want, got),
-				r.explainAll(ctx, e.Jobs, e.Want, got)))
+				r.explainAll(ctx, e.Jobs, e.Want, got)+r.afterRecompute(ctx, e.Jobs, e.Want, got)))
 		}
 	}
 	return res
@@ -738,4 +738,34 @@ func (r *runner) traceFlow(ctx context.Context, j *probe.Job) (tracedFlow, error
 	match := fmt.Sprintf(`inport == "%s" && eth.src == %s && eth.dst == %s && ip4.src == %s && ip4.dst == %s && ip.ttl == 64 && %s.src == 40000 && %s.dst == %d`,
 		contract.PodPort(j.FromNamespace, j.FromPod), contract.MACFromIP(src), dstMAC, src, dst, l4, l4, j.ResolvedPort)
 	return tracedFlow{sw: contract.NodeSwitch(node), match: match}, nil
+}
+
+// afterRecompute tells a data path that lags its own logical flows from a policy defect: it
+// makes every node's ovn-controller recompute its flows from scratch, waits for them, and
+// probes the differing pairs again. It only informs the failure; the verdict stands.
+func (r *runner) afterRecompute(ctx context.Context, jobs map[probeKey]*probe.Job, want, got map[probeKey]bool) string {
+	var b strings.Builder
+	for _, n := range r.cl.Nodes {
+		if _, err := n.AppCtl(ctx, "ovn-controller", "recompute"); err != nil {
+			fmt.Fprintf(&b, "ovn-controller recompute on %s: %v\n", n.Name, err)
+		}
+	}
+	if _, err := r.cl.Central.NBCtl(ctx, "--wait=hv", "sync"); err != nil {
+		fmt.Fprintf(&b, "waiting for the chassis: %v\n", err)
+	}
+	again := map[probeKey]*probe.Job{}
+	for k, w := range want {
+		if got[k] != w {
+			again[k] = jobs[k]
+		}
+	}
+	res, err := r.probeAll(ctx, again, retryTimeout)
+	still := 0
+	for k := range again {
+		if res[k] != want[k] {
+			still++
+		}
+	}
+	fmt.Fprintf(&b, "after every ovn-controller recomputed its flows: %d of %d differing probes still differ (err %v)\n", still, len(again), err)
+	return b.String()
 }
