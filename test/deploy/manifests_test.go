@@ -30,17 +30,7 @@ import (
 func TestManifestsDryRun(t *testing.T) {
 	ctx := t.Context()
 	r := harness.NewTestRun(t)
-	kube, err := r.StartKube(ctx, harness.KubeOptions{APIServerOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rbac, err := images.RBACObjects()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cluster.ApplyObjects(ctx, kube.RESTConfig(), rbac, false); err != nil {
-		t.Fatal(err)
-	}
+	kube := apiServerWithRBAC(ctx, t, r)
 	all, err := images.Objects()
 	if err != nil {
 		t.Fatal(err)

@@ -44,17 +44,7 @@ func TestMasterLeaderElectionAsServiceAccount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kube, err := r.StartKube(ctx, harness.KubeOptions{APIServerOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rbac, err := images.RBACObjects()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cluster.ApplyObjects(ctx, kube.RESTConfig(), rbac, false); err != nil {
-		t.Fatal(err)
-	}
+	kube := apiServerWithRBAC(ctx, t, r)
 	kubeconfig := r.Path("kubeconfig-ovnt-master")
 	if err := cluster.ServiceAccountKubeconfig(ctx, kube, images.MasterServiceAccount, kubeconfig); err != nil {
 		t.Fatal(err)

@@ -19,7 +19,6 @@ import (
 	"github.com/ovn-transparent/ovn-transparent/images"
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
-	"github.com/ovn-transparent/ovn-transparent/test/cluster"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 )
 
@@ -30,17 +29,7 @@ import (
 func TestNodeRestrictionPolicy(t *testing.T) {
 	ctx := t.Context()
 	r := harness.NewTestRun(t)
-	kube, err := r.StartKube(ctx, harness.KubeOptions{APIServerOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs, err := images.RBACObjects()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cluster.ApplyObjects(ctx, kube.RESTConfig(), objs, false); err != nil {
-		t.Fatal(err)
-	}
+	kube := apiServerWithRBAC(ctx, t, r)
 	admin := kube.Client()
 	nodes := map[string]*corev1.Node{}
 	for _, name := range []string{"node-a", "node-b"} {

@@ -155,17 +155,7 @@ func TestRBACGrants(t *testing.T) {
 func TestRBACAuthorized(t *testing.T) {
 	ctx := t.Context()
 	r := harness.NewTestRun(t)
-	kube, err := r.StartKube(ctx, harness.KubeOptions{APIServerOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs, err := images.RBACObjects()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cluster.ApplyObjects(ctx, kube.RESTConfig(), objs, false); err != nil {
-		t.Fatal(err)
-	}
+	kube := apiServerWithRBAC(ctx, t, r)
 	type res struct{ group, resource string }
 	resources := []res{
 		{"", "nodes"}, {"", "pods"}, {"", "namespaces"}, {"", "services"}, {"", "endpoints"},
@@ -233,4 +223,22 @@ func sar(ctx context.Context, t *testing.T, kube kubernetes.Interface, user stri
 		t.Fatalf("SubjectAccessReview: %v", err)
 	}
 	return review.Status.Allowed
+}
+
+// apiServerWithRBAC starts an API server alone in run r and applies the manifests'
+// ServiceAccounts, roles and bindings (images.RBACObjects) to it.
+func apiServerWithRBAC(ctx context.Context, t *testing.T, r *harness.Run) *harness.Kube {
+	t.Helper()
+	kube, err := r.StartKube(ctx, harness.KubeOptions{APIServerOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := images.RBACObjects()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.ApplyObjects(ctx, kube.RESTConfig(), objs, false); err != nil {
+		t.Fatal(err)
+	}
+	return kube
 }
