@@ -425,8 +425,7 @@ func logTail(path string, n int) string {
 	if err != nil {
 		return err.Error()
 	}
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], " | ")
+	return strings.ReplaceAll(lastLines(string(b), n), "\n", " | ")
 }
 
 // setupChassis creates br-int and br-phy and moves the node IP onto br-phy.
