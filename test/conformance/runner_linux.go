@@ -613,12 +613,7 @@ func (r *runner) runCase(ctx context.Context, idx int, tc *generator.TestCase, r
 		if err != nil {
 			return fail(fmt.Errorf("step %d: probing: %w", si+1, err))
 		}
-		retry := map[probeKey]*probe.Job{}
-		for k, w := range e.Want {
-			if got[k] != w {
-				retry[k] = e.Jobs[k]
-			}
-		}
+		retry := differing(e.Jobs, e.Want, got)
 		if len(retry) > 0 {
 			time.Sleep(retryPause)
 			again, err := r.probeAll(ctx, retry, retryTimeout)
@@ -627,12 +622,8 @@ func (r *runner) runCase(ctx context.Context, idx int, tc *generator.TestCase, r
 			}
 			maps.Copy(got, again)
 		}
-		bad := 0
-		for k, w := range e.Want {
-			if got[k] != w {
-				bad++
-			}
-		}
+		wrong := differing(e.Jobs, e.Want, got)
+		bad := len(wrong)
 		res.Retried += len(retry) - bad
 		res.Probes += len(e.Want)
 		res.Corrected += len(e.Corrected)
@@ -641,7 +632,7 @@ func (r *runner) runCase(ctx context.Context, idx int, tc *generator.TestCase, r
 			res.Mismatches += bad
 			report(fmt.Sprintf("case #%d %q step %d: %d of %d probes differ from the oracle (%d differed on the first try)\npolicies:\n%s\nresources:\n%s\n%s%s",
 				idx, tc.Description, si+1, bad, len(e.Want), len(retry), policiesYAML(r.policies), renderResources(r.res), renderDiff(e.Want, got),
-				r.explainAll(ctx, e.Jobs, e.Want, got)+r.afterRecompute(ctx, e.Jobs, e.Want, got)))
+				r.explainAll(ctx, wrong, e.Want)+r.afterRecompute(ctx, wrong, e.Want)))
 		}
 	}
 	return res
@@ -650,15 +641,21 @@ func (r *runner) runCase(ctx context.Context, idx int, tc *generator.TestCase, r
 // explainedProbes is how many differing probes of one step explainAll traces.
 const explainedProbes = 3
 
-// explainAll explains the first few probes whose result differs from the oracle (see
-// explain), in a stable order.
-func (r *runner) explainAll(ctx context.Context, jobs map[probeKey]*probe.Job, want, got map[probeKey]bool) string {
-	var keys []probeKey
+// differing returns the jobs whose result in got is not the oracle's in want.
+func differing(jobs map[probeKey]*probe.Job, want, got map[probeKey]bool) map[probeKey]*probe.Job {
+	out := map[probeKey]*probe.Job{}
 	for k, w := range want {
 		if got[k] != w {
-			keys = append(keys, k)
+			out[k] = jobs[k]
 		}
 	}
+	return out
+}
+
+// explainAll explains the first few of the probes wrong (those that differ from the oracle
+// in want; see explain), in a stable order.
+func (r *runner) explainAll(ctx context.Context, wrong map[probeKey]*probe.Job, want map[probeKey]bool) string {
+	keys := slices.Collect(maps.Keys(wrong))
 	slices.SortFunc(keys, func(a, b probeKey) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) })
 	var b strings.Builder
 	for i, k := range keys {
@@ -666,7 +663,7 @@ func (r *runner) explainAll(ctx context.Context, jobs map[probeKey]*probe.Job, w
 			fmt.Fprintf(&b, "(%d more differing probes not traced)\n", len(keys)-i)
 			break
 		}
-		b.WriteString(r.explain(ctx, jobs[k], want[k]))
+		b.WriteString(r.explain(ctx, wrong[k], want[k]))
 	}
 	return b.String()
 }
@@ -742,8 +739,9 @@ func (r *runner) traceFlow(ctx context.Context, j *probe.Job) (tracedFlow, error
 
 // afterRecompute tells a data path that lags its own logical flows from a policy defect: it
 // makes every node's ovn-controller recompute its flows from scratch, waits for them, and
-// probes the differing pairs again. It only informs the failure; the verdict stands.
-func (r *runner) afterRecompute(ctx context.Context, jobs map[probeKey]*probe.Job, want, got map[probeKey]bool) string {
+// probes the pairs of wrong (those that differed from the oracle in want) again. It only
+// informs the failure; the verdict stands.
+func (r *runner) afterRecompute(ctx context.Context, wrong map[probeKey]*probe.Job, want map[probeKey]bool) string {
 	var b strings.Builder
 	for _, n := range r.cl.Nodes {
 		if _, err := n.AppCtl(ctx, "ovn-controller", "recompute"); err != nil {
@@ -753,19 +751,13 @@ func (r *runner) afterRecompute(ctx context.Context, jobs map[probeKey]*probe.Jo
 	if _, err := r.cl.Central.NBCtl(ctx, "--wait=hv", "sync"); err != nil {
 		fmt.Fprintf(&b, "waiting for the chassis: %v\n", err)
 	}
-	again := map[probeKey]*probe.Job{}
-	for k, w := range want {
-		if got[k] != w {
-			again[k] = jobs[k]
-		}
-	}
-	res, err := r.probeAll(ctx, again, retryTimeout)
+	res, err := r.probeAll(ctx, wrong, retryTimeout)
 	still := 0
-	for k := range again {
+	for k := range wrong {
 		if res[k] != want[k] {
 			still++
 		}
 	}
-	fmt.Fprintf(&b, "after every ovn-controller recomputed its flows: %d of %d differing probes still differ (err %v)\n", still, len(again), err)
+	fmt.Fprintf(&b, "after every ovn-controller recomputed its flows: %d of %d differing probes still differ (err %v)\n", still, len(wrong), err)
 	return b.String()
 }
