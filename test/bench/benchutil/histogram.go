@@ -133,6 +133,9 @@ func MasterShare(metricsURL, kind string, before Histogram) string {
 		return "master's own share: " + err.Error()
 	}
 	d := now.Since(before)
+	if d.Count() == 0 {
+		return fmt.Sprintf("master's own event -> NB committed (its %s histogram, kind %s): no sync committed a change", EventToNB, kind)
+	}
 	ms := func(s float64) string { return fmt.Sprintf("%.1f ms", s*1000) }
 	return fmt.Sprintf("master's own event -> NB committed (its %s histogram, kind %s): %d syncs, p50 %s, p99 %s, max <= %s",
 		EventToNB, kind, d.Count(), ms(d.Quantile(0.5)), ms(d.Quantile(0.99)), ms(d.MaxBound()))

@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -59,5 +60,12 @@ func TestHistogram(t *testing.T) {
 	}
 	if q := (Histogram{}).Quantile(0.5); !math.IsNaN(q) {
 		t.Errorf("quantile of nothing: %v", q)
+	}
+	// Nothing since: said in words, not as NaN milliseconds.
+	if got := MasterShare(srv.URL, "Service", after); !strings.HasSuffix(got, "no sync committed a change") {
+		t.Errorf("MasterShare with nothing new: %q", got)
+	}
+	if got := MasterShare(srv.URL, "Service", before); !strings.Contains(got, "100 syncs, p50 10.0 ms, p99 100.0 ms, max <= 1000.0 ms") {
+		t.Errorf("MasterShare: %q", got)
 	}
 }
