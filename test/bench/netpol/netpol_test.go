@@ -8,7 +8,6 @@ package netpol
 import (
 	"context"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"net/netip"
 	"os"
@@ -107,22 +106,16 @@ func BenchmarkNetworkPolicy(b *testing.B) {
 	}
 	// The master's own share of each change, from its histogram, by the kinds of keys a
 	// change makes it sync (the API update call is dominated by the API server and etcd).
-	syncs := func(kinds ...nb.Kind) map[nb.Kind]benchutil.Histogram {
-		hs := map[nb.Kind]benchutil.Histogram{}
-		for _, k := range kinds {
-			h, err := benchutil.ScrapeHistogram(metricsURL, benchutil.EventToNB, map[string]string{"kind": string(k)})
-			if err != nil {
-				b.Fatal(err)
-			}
-			hs[k] = h
+	syncs := func(kind nb.Kind) benchutil.Master {
+		m, err := benchutil.ScrapeMaster(metricsURL, string(kind))
+		if err != nil {
+			b.Fatal(err)
 		}
-		return hs
+		return m
 	}
 	var shares []string
-	share := func(what string, before map[nb.Kind]benchutil.Histogram) {
-		for _, k := range slices.Sorted(maps.Keys(before)) {
-			shares = append(shares, fmt.Sprintf("  %s %s", what, benchutil.MasterShare(metricsURL, string(k), before[k])))
-		}
+	share := func(what string, before benchutil.Master) {
+		shares = append(shares, fmt.Sprintf("  %s %s", what, benchutil.MasterShare(metricsURL, before)))
 	}
 	t0 := time.Now()
 	m := startMaster("ovnt-master-pods")
