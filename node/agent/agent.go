@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -34,7 +35,22 @@ import (
 // and the gateway bridge its flows, across a restart.
 func Run(ctx context.Context, cfg Config, log logr.Logger) error {
 	start := time.Now()
+	// Health first: kubelet's liveness probe must find the agent alive while it waits for
+	// its database, its Node's subnet or the API server; it is ready once it can serve ADDs.
 	health := healthpkg.New()
+	var ready atomic.Pointer[func(context.Context) error]
+	health.AddReadiness("node", func() error {
+		f := ready.Load()
+		if f == nil {
+			return errors.New("starting: chassis, gateway bridge and CNI server not set up yet")
+		}
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		return (*f)(ctx)
+	})
+	if err := health.Serve(ctx, cfg.HealthAddress, func(err error) { log.Error(err, "Health endpoint") }); err != nil {
+		return err
+	}
 	sw, err := ovs.Connect(ctx, cfg.OVSAddress, log.WithName("ovsdb"), health.Registry)
 	if err != nil {
 		return err
@@ -82,13 +98,13 @@ func Run(ctx context.Context, cfg Config, log logr.Logger) error {
 	stopServices := startServices(ctx, cfg, client, addr, gw, log.WithName("services"))
 	defer stopServices()
 
-	ready := func(ctx context.Context) error { return readiness(ctx, cfg, sw, watcher, nodes) }
+	isReady := func(ctx context.Context) error { return readiness(ctx, cfg, sw, watcher, nodes) }
 	srv := cniserver.New(cniserver.Config{
 		Bridge: IntegrationBridge, MTU: cfg.MTU,
 		AnnotationTimeout: cfg.AnnotationTTL, InstallTimeout: cfg.PortInstallTimeout,
 		NodeIP: addr.IP.Addr(), HostPorts: hostPortNAT(cfg, log),
 		Installed: func(d time.Duration) { metrics.installed.Observe(d.Seconds()) },
-	}, host, sw, watcher, ready, log.WithName("cni"))
+	}, host, sw, watcher, isReady, log.WithName("cni"))
 	defer srv.Close()
 	if err := srv.SyncHostPorts(ctx); err != nil {
 		return err
@@ -115,15 +131,7 @@ func Run(ctx context.Context, cfg Config, log logr.Logger) error {
 	// Ready as for CNI STATUS: OVSDB connected, the Node and pods listed, the management
 	// port installed (the chassis registered: ovn-controller bound it). Alive while the
 	// process answers: its loops have their own timeouts and retries.
-	health.AddReadiness("node", func() error {
-		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		return ready(ctx)
-	})
-	if err := health.Serve(ctx, cfg.HealthAddress, func(err error) { log.Error(err, "Health endpoint") }); err != nil {
-		httpSrv.Close()
-		return err
-	}
+	ready.Store(&isReady)
 
 	select {
 	case <-ctx.Done():

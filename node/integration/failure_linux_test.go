@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
+	"github.com/ovn-transparent/ovn-transparent/test/harness"
 )
 
 // testFailures: ADDs that cannot succeed fail with an error naming the pod and leave nothing
@@ -77,8 +79,12 @@ func testDatabaseGone(ctx context.Context, t *testing.T, e *env) {
 // getHealth GETs path from the agent's health endpoint in netns (HTTP/1.0: the server closes
 // the connection after the body); status 0 when nothing answers.
 func getHealth(ctx context.Context, t *testing.T, netns, path string) (int, string) {
+	return getHealthAt(ctx, t, netns, "127.0.0.1:9477", path)
+}
+
+func getHealthAt(ctx context.Context, t *testing.T, netns, addr, path string) (int, string) {
 	t.Helper()
-	conn, err := dial(ctx, netns, "127.0.0.1:9477")
+	conn, err := dial(ctx, netns, addr)
 	if err != nil {
 		return 0, err.Error()
 	}
@@ -94,4 +100,24 @@ func getHealth(ctx context.Context, t *testing.T, netns, path string) (int, stri
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// testStartingAgentAlive: an agent still waiting for its database (here one that never
+// comes) answers kubelet's liveness probe and says it is starting to the readiness probe,
+// so that kubelet does not kill it in a loop while it waits.
+func testStartingAgentAlive(ctx context.Context, t *testing.T, e *env) {
+	n1 := e.nodes[0]
+	const addr = "127.0.0.1:9478"
+	args := append(e.agentArgs(n1), "--ovs-address", "unix:"+filepath.Join(t.TempDir(), "none.sock"), "--health-address", addr)
+	p, err := e.r.Start(harness.ProcSpec{Name: "ovnt-node-waiting", Netns: n1.Netns, Path: nodeBin, Args: args})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Kill()
+	poll.Eventually(t, ctx, "the waiting agent alive and not ready", 30*time.Second, 200*time.Millisecond, func() (bool, error) {
+		live, lbody := getHealthAt(ctx, t, n1.Netns, addr, "/healthz")
+		ready, rbody := getHealthAt(ctx, t, n1.Netns, addr, "/readyz")
+		return live == 200 && ready == 503 && strings.Contains(rbody, "starting"),
+			fmt.Errorf("/healthz %d %q, /readyz %d %q", live, lbody, ready, rbody)
+	})
 }

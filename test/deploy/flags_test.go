@@ -3,6 +3,8 @@
 package deploy
 
 import (
+	"fmt"
+	"net"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -44,6 +46,7 @@ func TestManifestsFlags(t *testing.T) {
 				continue
 			}
 			args := []string{}
+			health := ""
 			envs, _ := cm["env"].([]any)
 			for _, e := range envs {
 				em := e.(map[string]any)
@@ -61,6 +64,9 @@ func TestManifestsFlags(t *testing.T) {
 				}
 				flag := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(name, "OVNT_"), "_", "-"))
 				args = append(args, "--"+flag+"="+value)
+				if flag == "health-address" {
+					health = value
+				}
 			}
 			// --help after the flags: they are parsed (and refused if unknown or of the wrong
 			// type), then the binary prints its help instead of running.
@@ -68,6 +74,10 @@ func TestManifestsFlags(t *testing.T) {
 			if err != nil {
 				t.Errorf("%s %s container %s: %s %v: %v\n%s", o.GetKind(), o.GetName(), cm["name"], bin, args, err, firstLine(out))
 			}
+			if health == "" {
+				health = flagDefault(string(out), "health-address")
+			}
+			checkProbes(t, o.GetKind()+" "+o.GetName(), cm, health)
 			checked++
 		}
 	}
@@ -93,4 +103,39 @@ func binaryOf(c map[string]any) string {
 func firstLine(b []byte) string {
 	s, _, _ := strings.Cut(string(b), "\n")
 	return s
+}
+
+// flagDefault is the default of --name as a binary's --help prints it ("" if none).
+func flagDefault(help, name string) string {
+	for _, l := range strings.Split(help, "\n") {
+		if !strings.Contains(l, "--"+name+" ") {
+			continue
+		}
+		_, rest, ok := strings.Cut(l, `(default: "`)
+		if v, _, ok2 := strings.Cut(rest, `")`); ok && ok2 {
+			return v
+		}
+	}
+	return ""
+}
+
+// checkProbes: kubelet probes the container's liveness on /healthz and readiness on /readyz
+// at the address the daemon serves them on (health, host:port, from its flag).
+func checkProbes(t *testing.T, what string, c map[string]any, health string) {
+	t.Helper()
+	host, port, err := net.SplitHostPort(health)
+	if err != nil {
+		t.Errorf("%s: health address %q: %v", what, health, err)
+		return
+	}
+	for probe, path := range map[string]string{"livenessProbe": "/healthz", "readinessProbe": "/readyz"} {
+		get, found, _ := unstructured.NestedMap(c, probe, "httpGet")
+		if !found {
+			t.Errorf("%s container %s: no %s httpGet (the daemon serves %s on %s)", what, c["name"], probe, path, health)
+			continue
+		}
+		if get["path"] != path || fmt.Sprint(get["port"]) != port || get["host"] != host {
+			t.Errorf("%s container %s: %s gets %v:%v%v, want %s:%s%s", what, c["name"], probe, get["host"], get["port"], get["path"], host, port, path)
+		}
+	}
 }
