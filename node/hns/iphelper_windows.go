@@ -100,7 +100,9 @@ func addrOf(sa windows.SocketAddress) netip.Addr {
 
 // adapter finds the adapter whose alias is name in the agent's compartment (the host's).
 func adapter(name string) (*windows.IpAdapterAddresses, error) {
-	return findAdapter(name, windows.GAA_FLAG_INCLUDE_GATEWAYS)
+	// GAA_FLAG_INCLUDE_ALL_INTERFACES: an adapter without IPv4 or IPv6 bound (a physical
+	// adapter a vSwitch has taken) is otherwise left out of the list.
+	return findAdapter(name, windows.GAA_FLAG_INCLUDE_GATEWAYS|windows.GAA_FLAG_INCLUDE_ALL_INTERFACES)
 }
 
 func (ipHelper) PodVNIC(_ context.Context, name string) (VNIC, error) {

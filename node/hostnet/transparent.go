@@ -122,7 +122,14 @@ func (t *Transparent) SetupUplink(ctx context.Context, u Uplink) (NodeAddress, e
 	if !u.PodSubnet.IsValid() {
 		return NodeAddress{}, errors.New("the Transparent network needs the node's pod subnet")
 	}
-	warnings, err := hns.Preflight(ctx, t.sys, t.ip, u.Iface)
+	// Once the network exists, the adapter is the vSwitch's: IP Helper no longer lists it
+	// (the vSwitch unbinds IP from it), so it is never needed again.
+	existing, err := t.hns.Network(ctx, t.cfg.Network)
+	if err != nil && !errors.Is(err, hns.ErrNotFound) {
+		return NodeAddress{}, fmt.Errorf("HNS network %q: %w", t.cfg.Network, err)
+	}
+	bound := err == nil && existing.Type == hns.TypeTransparent && existing.Adapter == u.Iface
+	warnings, err := hns.Preflight(ctx, t.sys, t.ip, u.Iface, bound)
 	for _, w := range warnings {
 		t.cfg.Log.Info("preflight warning", "warning", w)
 	}
@@ -142,23 +149,22 @@ func (t *Transparent) SetupUplink(ctx context.Context, u Uplink) (NodeAddress, e
 	t.network = n
 	t.mu.Unlock()
 
-	adapter, err := t.ip.Interface(ctx, u.Iface)
+	// The bound adapter is not visible to IP Helper now; the host vNIC carries its MAC
+	// (a Transparent network's host vNIC takes the adapter's), which is all the bridge
+	// needs of it.
+	vnicName, hostPort := hns.HostVNIC(u.Iface), ""
+	vnic, err := t.ip.Interface(ctx, vnicName)
 	if err != nil {
-		return NodeAddress{}, fmt.Errorf("adapter %q: %w", u.Iface, err)
+		return NodeAddress{}, fmt.Errorf("host vNIC: %w", err)
 	}
-	if err := u.Attach(ctx, adapter.MAC); err != nil {
+	if err := u.Attach(ctx, vnic.MAC); err != nil {
 		return NodeAddress{}, fmt.Errorf("adding adapter %q to %s: %w", u.Iface, u.Bridge, err)
 	}
-	vnicName, hostPort := hns.HostVNIC(u.Iface), ""
 	if u.AttachHostPort != nil {
 		if err := u.AttachHostPort(ctx, vnicName); err != nil {
 			return NodeAddress{}, fmt.Errorf("adding %q to %s: %w", vnicName, u.Bridge, err)
 		}
 		hostPort = vnicName
-	}
-	vnic, err := t.ip.Interface(ctx, vnicName)
-	if err != nil {
-		return NodeAddress{}, fmt.Errorf("host vNIC: %w", err)
 	}
 	ip, ok := pickAddr(vnic.Addrs, u.PreferIP)
 	if !ok {

@@ -55,6 +55,9 @@ import (
 //   - a reboot (Reboot) keeps nothing of HNS: networks, endpoints and pods' namespaces are
 //     gone, the adapter has its IP configuration back and ovs-vswitchd starts afresh (its
 //     database, with every port in it, stays);
+//   - the physical adapter a network's vSwitch is bound to loses its IP bindings and
+//     leaves IP Helper's view (GetAdaptersAddresses lists only adapters with IPv4 or IPv6
+//     enabled): Interface and Configure do not find it while the network exists;
 //   - "mtu_request" and "mac" of an OVS interface do nothing (netdev-windows has no
 //     set_mtu or set_etheraddr): a pod vNIC comes up with MTU 1500 and keeps it until
 //     SetMTU.
@@ -742,10 +745,21 @@ func (m *Model) Interface(ctx context.Context, name string) (hns.Interface, erro
 	}
 	defer m.mu.Unlock()
 	i := m.ifaces[name]
-	if i == nil || m.podIfaces[name] { // the agent's compartment is the host's
+	if i == nil || m.podIfaces[name] || m.boundAdapter(name) { // the agent's compartment is the host's
 		return hns.Interface{}, fmt.Errorf("interface %q: %w", name, hns.ErrNotFound)
 	}
 	return cloneInterface(*i), nil
+}
+
+// boundAdapter reports whether name is the physical adapter of a network: the vSwitch
+// unbinds IPv4 and IPv6 from it, and IP Helper no longer lists it.
+func (m *Model) boundAdapter(name string) bool {
+	for _, n := range m.networks {
+		if n.Adapter == name {
+			return true
+		}
+	}
+	return false
 }
 
 func (m *Model) PodVNIC(ctx context.Context, name string) (hns.VNIC, error) {
@@ -766,7 +780,7 @@ func (m *Model) Configure(ctx context.Context, name string, c hns.IPConfig) erro
 	}
 	defer m.mu.Unlock()
 	i := m.ifaces[name]
-	if i == nil {
+	if i == nil || m.boundAdapter(name) {
 		return fmt.Errorf("interface %q: %w", name, hns.ErrNotFound)
 	}
 	mtu := i.MTU

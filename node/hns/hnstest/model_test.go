@@ -218,11 +218,11 @@ func TestFaults(t *testing.T) {
 func TestPreflight(t *testing.T) {
 	ctx := context.Background()
 	m := newHost(t)
-	if w, err := hns.Preflight(ctx, m, m, "Ethernet0"); err != nil || len(w) != 0 {
+	if w, err := hns.Preflight(ctx, m, m, "Ethernet0", false); err != nil || len(w) != 0 {
 		t.Fatalf("healthy host: %v %v", w, err)
 	}
 	m.SetFeatures(hns.Features{VirtualMachine: true})
-	w, err := hns.Preflight(ctx, m, m, "vEthernet (nat)")
+	w, err := hns.Preflight(ctx, m, m, "vEthernet (nat)", false)
 	if err == nil {
 		t.Fatal("preflight passed without features on a virtual adapter")
 	}
@@ -431,5 +431,39 @@ func TestOVSBeforeExtension(t *testing.T) {
 	m.SyncOVS(map[string]string{"br-int": "internal", "br-phy": "internal"})
 	if _, ok := m.OVSBinding("br-int"); !ok {
 		t.Error("br-int is not bound after ovs-vswitchd restarted")
+	}
+}
+
+// The vSwitch unbinds IP from the adapter it takes: IP Helper no longer lists it while the
+// network exists (review C3), and lists it again once the network is gone or after a
+// reboot (which removes the network).
+func TestBoundAdapterLeavesIPHelper(t *testing.T) {
+	ctx := context.Background()
+	m := newHost(t)
+	n, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Interface(ctx, "Ethernet0"); !errors.Is(err, hns.ErrNotFound) {
+		t.Fatalf("bound adapter: %v, want hns.ErrNotFound", err)
+	}
+	if err := m.Configure(ctx, "Ethernet0", hostCfg); !errors.Is(err, hns.ErrNotFound) {
+		t.Fatalf("configuring the bound adapter: %v, want hns.ErrNotFound", err)
+	}
+	if _, err := m.Interface(ctx, "vEthernet (Ethernet0)"); err != nil {
+		t.Fatalf("host vNIC: %v", err)
+	}
+	if err := m.DeleteNetwork(ctx, n.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Interface(ctx, "Ethernet0"); err != nil {
+		t.Fatalf("adapter after the network's deletion: %v", err)
+	}
+	if _, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0", nil); err != nil {
+		t.Fatal(err)
+	}
+	m.Reboot()
+	if _, err := m.Interface(ctx, "Ethernet0"); err != nil {
+		t.Fatalf("adapter after a reboot: %v", err)
 	}
 }
