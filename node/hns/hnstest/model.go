@@ -58,6 +58,10 @@ import (
 //   - the physical adapter a network's vSwitch is bound to loses its IP bindings and
 //     leaves IP Helper's view (GetAdaptersAddresses lists only adapters with IPv4 or IPv6
 //     enabled): Interface and Configure do not find it while the network exists;
+//   - enabling the OVS extension (HNS v1's Extensions, Enable-VMSwitchExtension) needs its
+//     driver installed, and fails while it is enabled on another network's switch (OVS
+//     runs on one vSwitch); a network reports its adapter and enabled extensions as v1
+//     does, and a reboot disables the extension with the network gone;
 //   - "mtu_request" and "mac" of an OVS interface do nothing (netdev-windows has no
 //     set_mtu or set_etheraddr): a pod vNIC comes up with MTU 1500 and keeps it until
 //     SetMTU.
@@ -550,6 +554,19 @@ func (m *Model) EnableExtension(ctx context.Context, networkID, id string) error
 	if n == nil {
 		return fmt.Errorf("network %s: %w", networkID, hns.ErrNotFound)
 	}
+	id = strings.ToUpper(id)
+	if id == hns.OVSExtensionID {
+		// Enable-VMSwitchExtension semantics: the extension must be installed (the
+		// signed driver), and Open vSwitch runs on one switch of the host only.
+		if !m.features.OVSExtension {
+			return fmt.Errorf("network %q: extension %s is not installed: %w", n.Name, id, hns.ErrNotFound)
+		}
+		for _, o := range m.networks {
+			if o != n && slices.Contains(o.Extensions, id) {
+				return fmt.Errorf("network %q: extension %s stays disabled: it is enabled on the switch of network %q", n.Name, id, o.Name)
+			}
+		}
+	}
 	// The extension restarts the vSwitch's data path: a pending move is lost.
 	keep := m.moves[:0]
 	for _, mv := range m.moves {
@@ -558,7 +575,6 @@ func (m *Model) EnableExtension(ctx context.Context, networkID, id string) error
 		}
 	}
 	m.moves = keep
-	id = strings.ToUpper(id)
 	if !slices.Contains(n.Extensions, id) {
 		n.Extensions = append(n.Extensions, id)
 	}

@@ -467,3 +467,39 @@ func TestBoundAdapterLeavesIPHelper(t *testing.T) {
 		t.Fatalf("adapter after a reboot: %v", err)
 	}
 }
+
+// Enabling the OVS extension has Enable-VMSwitchExtension's semantics (review H4): the
+// driver must be installed, OVS runs on one switch, and enabling it again changes nothing.
+func TestEnableExtensionSemantics(t *testing.T) {
+	ctx := context.Background()
+	m := newHost(t)
+	m.AddAdapter("Ethernet1", adapterMAC, true, hns.IPConfig{})
+	a, err := m.CreateTransparentNetwork(ctx, "a", "Ethernet0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := m.CreateTransparentNetwork(ctx, "b", "Ethernet1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.SetFeatures(hns.Features{HyperV: true, Containers: true})
+	if err := m.EnableExtension(ctx, a.ID, hns.OVSExtensionID); !errors.Is(err, hns.ErrNotFound) {
+		t.Fatalf("enabling an extension that is not installed: %v, want hns.ErrNotFound", err)
+	}
+	m.SetFeatures(hns.Features{HyperV: true, Containers: true, OVSExtension: true})
+	for range 2 {
+		if err := m.EnableExtension(ctx, a.ID, strings.ToLower(hns.OVSExtensionID)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.EnableExtension(ctx, b.ID, hns.OVSExtensionID); err == nil || !strings.Contains(err.Error(), `network "a"`) {
+		t.Fatalf("enabling OVS on a second switch: %v, want a refusal naming the first", err)
+	}
+	n, _ := m.Network(ctx, "a")
+	if !slices.Equal(n.Extensions, []string{hns.OVSExtensionID}) || n.Adapter != "Ethernet0" {
+		t.Fatalf("network read back %+v", n)
+	}
+	if n, _ := m.Network(ctx, "b"); len(n.Extensions) != 0 {
+		t.Fatalf("second network's extensions %v", n.Extensions)
+	}
+}
