@@ -5,6 +5,7 @@ package deploy
 import (
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -61,6 +62,15 @@ func TestManifestsFlags(t *testing.T) {
 				}
 				flag := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(name, "OVNT_"), "_", "-"))
 				args = append(args, "--"+flag+"="+value)
+			}
+			// What a Windows agent cannot start or work without (review C4): its adapter,
+			// the host OVS's loopback listener and its run directory.
+			if o.GetName() == "ovnt-node-windows" {
+				for _, f := range []string{"--uplink-interface=Ethernet0", "--ovs-address=tcp:127.0.0.1:6640", `--ovs-rundir=C:\ProgramData\openvswitch`} {
+					if !slices.Contains(args, f) {
+						t.Errorf("the Windows DaemonSet does not give %s (flags %v)", f, args)
+					}
+				}
 			}
 			// --help after the flags: they are parsed (and refused if unknown or of the wrong
 			// type), then the binary prints its help instead of running.
