@@ -20,25 +20,15 @@ import (
 	"github.com/ovn-transparent/ovn-transparent/node/hostnet"
 	"github.com/ovn-transparent/ovn-transparent/node/install"
 	"github.com/ovn-transparent/ovn-transparent/node/ovs"
-	"github.com/ovn-transparent/ovn-transparent/node/ovstest"
 )
 
 func TestDoctorOnWindowsModel(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	db := ovstest.Start(t)
-	sw := db.Connect()
-	m := windowsHost()
-	host := transparent(m)
-	cfg := windowsConfig("geneve")
-	vs := db.FakeVSwitchd(m.SyncOVS)
+	w := startWindowsNode(ctx, t)
+	db, sw, m := w.db, w.sw, w.m
 	db.FakeOVNController(nil)
-	if _, _, err := setupChassis(ctx, cfg, sw, host, winSubnet); err != nil {
-		t.Fatal(err)
-	}
-	vs.Sync()
-	c := &nodeController{cfg: cfg, sw: sw, host: host}
-	if err := c.setupManagementPort(ctx, winSubnet); err != nil {
+	if err := w.c.setupManagementPort(ctx, winSubnet); err != nil {
 		t.Fatal(err)
 	}
 	// ovs-vswitchd gives the ports it opened an OpenFlow port number.

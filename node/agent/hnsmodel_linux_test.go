@@ -20,6 +20,7 @@ import (
 	"github.com/ovn-transparent/ovn-transparent/node/hns"
 	"github.com/ovn-transparent/ovn-transparent/node/hns/hnstest"
 	"github.com/ovn-transparent/ovn-transparent/node/hostnet"
+	"github.com/ovn-transparent/ovn-transparent/node/ovs"
 	"github.com/ovn-transparent/ovn-transparent/node/ovstest"
 )
 
@@ -103,6 +104,31 @@ func TestWindowsStartupAndAdoption(t *testing.T) {
 		checkWindowsHNS(t, m)
 		checkWindowsOVS(t, db, "geneve")
 	}
+}
+
+// winNode is a Windows node as the agent's start-up leaves it on the HNS model, with a fake
+// ovs-vswitchd playing the Windows datapath over it.
+type winNode struct {
+	db  *ovstest.DB
+	sw  *ovs.Switch
+	m   *hnstest.Model
+	cfg Config
+	vs  *ovstest.VSwitchd
+	c   *nodeController // its management port's controller
+}
+
+func startWindowsNode(ctx context.Context, t *testing.T) winNode {
+	t.Helper()
+	w := winNode{db: ovstest.Start(t), m: windowsHost(), cfg: windowsConfig("geneve")}
+	w.sw = w.db.Connect()
+	host := transparent(w.m)
+	w.vs = w.db.FakeVSwitchd(w.m.SyncOVS)
+	if _, _, err := setupChassis(ctx, w.cfg, w.sw, host, winSubnet); err != nil {
+		t.Fatal(err)
+	}
+	w.vs.Sync() // ovs-vswitchd acts on what start-up wrote before the endpoint comes
+	w.c = &nodeController{cfg: w.cfg, sw: w.sw, host: host}
+	return w
 }
 
 // checkWindowsHNS: one Transparent network on Ethernet0 with the OVS extension, and the
@@ -195,17 +221,8 @@ func TestWindowsStartupRefusesVirtualAdapter(t *testing.T) {
 func TestWindowsManagementPort(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	db := ovstest.Start(t)
-	sw := db.Connect()
-	m := windowsHost()
-	host := transparent(m)
-	cfg := windowsConfig("geneve")
-	vs := db.FakeVSwitchd(m.SyncOVS)
-	if _, _, err := setupChassis(ctx, cfg, sw, host, winSubnet); err != nil {
-		t.Fatal(err)
-	}
-	vs.Sync() // ovs-vswitchd acts on what start-up wrote before the endpoint comes
-	c := &nodeController{cfg: cfg, sw: sw, host: host}
+	w := startWindowsNode(ctx, t)
+	db, m, c, cfg, vs := w.db, w.m, w.c, w.cfg, w.vs
 	for _, subnet := range []string{"10.244.3.0/24", "10.244.3.0/24"} { // the second time changes nothing
 		s := netip.MustParsePrefix(subnet)
 		if err := c.setupManagementPort(ctx, s); err != nil {
