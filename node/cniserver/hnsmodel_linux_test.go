@@ -314,8 +314,9 @@ func TestWindowsGC(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// HNS hangs deleting pod 3's endpoint: DEL removes the port, gives up on the endpoint
-	// after DeleteTimeout and succeeds, so the runtime can go on.
+	// HNS hangs deleting pod 3's endpoint: DEL gives up on it after DeleteTimeout, keeps
+	// the port (M9: OVS would delete the endpoint's Hyper-V port with it) and succeeds, so
+	// the runtime can go on.
 	e.m.Hang("DeleteEndpoint")
 	if _, err := e.call("DEL", 3, ns[3]); err != nil {
 		t.Fatalf("DEL with a hung HNS delete: %v", err)
@@ -324,8 +325,8 @@ func TestWindowsGC(t *testing.T) {
 	if _, ok := e.endpoints()[podIfName(3)]; !ok {
 		t.Fatal("the hung delete removed the endpoint anyway; the test proves nothing")
 	}
-	if slices.Contains(e.brIntPorts(), podIfName(3)) {
-		t.Error("DEL left pod 3's port")
+	if !slices.Contains(e.brIntPorts(), podIfName(3)) {
+		t.Error("DEL removed pod 3's port while HNS still had its endpoint")
 	}
 
 	gc := `{"cniVersion":"1.1.0","name":"ovn-transparent","type":"ovnt-cni","cni.dev/valid-attachments":[{"containerID":"sandbox-1","ifname":"eth0"}]}`
@@ -469,4 +470,52 @@ func TestWindowsRestartResumesBinding(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.checkPod(8, ns)
+}
+
+// TestWindowsDelRemovesEndpointFirst (review M9): OVS deletes the Hyper-V port of an
+// internal interface it removes, the HNS endpoint's included. DEL removes the endpoint
+// first, and while HNS has not finished (its deletion hung) it keeps the port, so OVS never
+// takes a port from under an endpoint that still exists; the collector finishes both.
+func TestWindowsDelRemovesEndpointFirst(t *testing.T) {
+	e := newWinEnv(t)
+	ns := e.m.AddNamespace()
+	if _, err := e.call("ADD", 5, ns); err != nil {
+		t.Fatal(err)
+	}
+	e.checkPod(5, ns)
+	name := podIfName(5)
+	e.m.Hang("DeleteEndpoint")
+	if _, err := e.call("DEL", 5, ns); err != nil {
+		t.Fatalf("DEL with a hung HNS delete: %v", err)
+	}
+	e.vs.Sync() // ovs-vswitchd acts on what DEL left in its database
+	if _, ok := e.endpoints()[name]; !ok {
+		t.Fatal("the endpoint is gone although HNS hung")
+	}
+	if !slices.Contains(e.m.HyperVPorts(), name) {
+		t.Errorf("OVS deleted the Hyper-V port of endpoint %s, which HNS still has (Hyper-V ports %v)", name, e.m.HyperVPorts())
+	}
+	if !slices.Contains(e.brIntPorts(), name) {
+		t.Errorf("DEL removed the port while its endpoint's deletion had not finished")
+	}
+	e.m.Heal("DeleteEndpoint")
+	c := e.srv.NewCollector(func(context.Context, string, string, string) (bool, error) { return false, nil }, time.Hour)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for range 2 {
+		if _, err := c.Collect(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.checkGone("collector after a hung DEL", 5)
+	// A DEL that HNS answers removes both at once.
+	ns = e.m.AddNamespace()
+	if _, err := e.call("ADD", 6, ns); err != nil {
+		t.Fatal(err)
+	}
+	e.checkPod(6, ns)
+	if _, err := e.call("DEL", 6, ns); err != nil {
+		t.Fatal(err)
+	}
+	e.checkGone("DEL", 6)
 }

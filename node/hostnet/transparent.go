@@ -95,9 +95,12 @@ func NewTransparent(h hns.HNS, ip hns.IPHelper, sys hns.System, cfg TransparentC
 const windowsPortType = "internal"
 
 var (
-	_ LateBinder = (*Transparent)(nil)
-	_ Volatile   = (*Transparent)(nil)
+	_ LateBinder     = (*Transparent)(nil)
+	_ Volatile       = (*Transparent)(nil)
+	_ InterfaceFirst = (*Transparent)(nil)
 )
+
+func (t *Transparent) interfaceFirst() {}
 
 // PodInterfaceExists reports whether the endpoint called name exists in HNS.
 func (t *Transparent) PodInterfaceExists(ctx context.Context, name string) (bool, error) {
@@ -577,11 +580,16 @@ func (t *Transparent) SetupManagementPort(ctx context.Context, m ManagementPort)
 	switch {
 	case err == nil && endpointDiff(ep, want) != "":
 		t.cfg.Log.Info("replacing the management endpoint", "endpoint", ep.Name, "change", endpointDiff(ep, want))
-		if err := m.RemovePort(ctx); err != nil {
-			return fmt.Errorf("removing the management port from the switch: %w", err)
-		}
+		// The endpoint goes first: OVS removing its internal port would delete the
+		// endpoint's Hyper-V port from under HNS.
 		if err := t.deleteEndpoint(ctx, ep); err != nil {
 			return err
+		}
+		if _, err := t.hns.Endpoint(ctx, m.IfName); err == nil {
+			return fmt.Errorf("the old management endpoint %s is not deleted yet (HNS did not finish); retrying later", m.IfName)
+		}
+		if err := m.RemovePort(ctx); err != nil {
+			return fmt.Errorf("removing the management port from the switch: %w", err)
 		}
 		fallthrough
 	case errors.Is(err, hns.ErrNotFound):
