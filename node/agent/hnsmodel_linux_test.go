@@ -199,6 +199,20 @@ func TestWindowsStartupRestoresLostIP(t *testing.T) {
 	checkWindowsOVS(t, db, "stt")
 }
 
+// Review M7: some builds move only the addresses to the host vNIC; the node adds the
+// gateway, DNS servers and routes the adapter had, keeping what the vNIC holds.
+func TestWindowsStartupRestoresWhatHNSDidNotMove(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db := ovstest.Start(t)
+	m := windowsHost()
+	m.IPMoveAddrsOnly = true
+	if _, _, err := setupChassis(ctx, windowsConfig("geneve"), db.Connect(), transparent(m), winSubnet); err != nil {
+		t.Fatal(err)
+	}
+	checkWindowsHNS(t, m)
+}
+
 func TestWindowsStartupRefusesVirtualAdapter(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -233,12 +233,11 @@ func (t *Transparent) ensureNetwork(ctx context.Context, adapter string, subnets
 		t.forgetSaved(adapter)
 		return n, nil
 	}
-	if err := t.waitVNIC(ctx, vnicName, saved.Addrs); err == nil {
-		t.forgetSaved(adapter)
-		return n, nil
-	}
 	// Some builds never move the configuration, or move only the address: put back what
-	// the adapter had (address, gateway, DNS, routes) on the vNIC.
+	// of it (address, gateway, DNS, routes) the vNIC lacks.
+	if err := t.waitVNIC(ctx, vnicName, saved.Addrs); err != nil {
+		t.cfg.Log.Info("HNS did not move the host's addresses in time", "vnic", vnicName, "error", err.Error())
+	}
 	if err := t.restore(ctx, vnicName, saved); err != nil {
 		return hns.Network{}, err
 	}
@@ -246,10 +245,38 @@ func (t *Transparent) ensureNetwork(ctx context.Context, adapter string, subnets
 	return n, nil
 }
 
+// restore adds to the vNIC what of the adapter's saved configuration it lacks: addresses,
+// the default gateway and DNS servers if it has none, routes. It removes nothing, so an
+// address HNS or DHCP gave the vNIC meanwhile stays. An address restored here is static:
+// a host whose address came from DHCP keeps it as static until the lease is reconfigured
+// (docs/windows.md says to reserve it).
 func (t *Transparent) restore(ctx context.Context, vnic string, saved hns.IPConfig) error {
-	t.cfg.Log.Info("HNS did not move the host's IP configuration in time; restoring it", "vnic", vnic, "addrs", saved.Addrs)
-	saved.MTU = 0
-	if err := t.ip.Configure(ctx, vnic, saved); err != nil {
+	have, err := t.ip.Interface(ctx, vnic)
+	if err != nil {
+		return fmt.Errorf("restoring the IP configuration on %q: %w", vnic, err)
+	}
+	want := hns.IPConfig{Addrs: slices.Clone(have.Addrs), Gateway: have.Gateway, DNS: slices.Clone(have.DNS), Routes: slices.Clone(have.Routes)}
+	for _, a := range saved.Addrs {
+		if !slices.Contains(want.Addrs, a) {
+			want.Addrs = append(want.Addrs, a)
+		}
+	}
+	if !want.Gateway.IsValid() {
+		want.Gateway = saved.Gateway
+	}
+	if len(want.DNS) == 0 {
+		want.DNS = slices.Clone(saved.DNS)
+	}
+	for _, r := range saved.Routes {
+		if !slices.Contains(want.Routes, r) {
+			want.Routes = append(want.Routes, r)
+		}
+	}
+	if len(want.Addrs) == len(have.Addrs) && want.Gateway == have.Gateway && len(want.DNS) == len(have.DNS) && len(want.Routes) == len(have.Routes) {
+		return nil
+	}
+	t.cfg.Log.Info("restoring the host's IP configuration HNS did not move", "vnic", vnic, "have", have.IPConfig, "restored", want)
+	if err := t.ip.Configure(ctx, vnic, want); err != nil {
 		return fmt.Errorf("restoring the IP configuration on %q: %w", vnic, err)
 	}
 	return nil
@@ -487,8 +514,9 @@ func (t *Transparent) CheckPodInterface(ctx context.Context, p PodInterface) err
 }
 
 // DeletePodInterface detaches and deletes the pod's endpoint; nil if it is gone. A
-// deletion HNS does not finish within DeleteTimeout is logged and left to CNI GC
-// (CollectPodInterfaces), so one hung endpoint does not block the runtime's sandbox removal.
+// deletion HNS does not finish within DeleteTimeout is logged and left to the agent's leak
+// collector or CNI GC (CollectPodInterfaces), so one hung endpoint does not block the
+// runtime's sandbox removal.
 func (t *Transparent) DeletePodInterface(ctx context.Context, ref PodRef) error {
 	lctx, cancel := context.WithTimeout(ctx, t.cfg.DeleteTimeout)
 	ep, err := t.hns.Endpoint(lctx, ref.HostIfName)
@@ -497,7 +525,7 @@ func (t *Transparent) DeletePodInterface(ctx context.Context, ref PodRef) error 
 	case errors.Is(err, hns.ErrNotFound):
 		return nil
 	case err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
-		t.cfg.Log.Info("HNS did not answer in time; CNI GC will retry", "endpoint", ref.HostIfName, "timeout", t.cfg.DeleteTimeout)
+		t.cfg.Log.Info("HNS did not answer in time; the agent's collector will retry", "endpoint", ref.HostIfName, "timeout", t.cfg.DeleteTimeout)
 		return nil
 	case err != nil:
 		return fmt.Errorf("HNS endpoint %s: %w", ref.HostIfName, err)
@@ -523,7 +551,7 @@ func (t *Transparent) deleteEndpoint(ctx context.Context, ep hns.Endpoint) error
 		return nil
 	}()
 	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-		t.cfg.Log.Info("HNS did not finish deleting an endpoint in time; CNI GC will retry", "endpoint", ep.Name, "timeout", t.cfg.DeleteTimeout)
+		t.cfg.Log.Info("HNS did not finish deleting an endpoint in time; the agent's collector will retry", "endpoint", ep.Name, "timeout", t.cfg.DeleteTimeout)
 		return nil
 	}
 	return err

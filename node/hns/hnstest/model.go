@@ -72,6 +72,9 @@ type Model struct {
 	// appears on the host vNIC; IPMoveLost: it never does.
 	IPMoveDelay time.Duration
 	IPMoveLost  bool
+	// IPMoveAddrsOnly: the move carries the addresses only, not the gateway, DNS servers
+	// or routes (what some builds do).
+	IPMoveAddrsOnly bool
 
 	mu         sync.Mutex
 	seq        int
@@ -438,6 +441,9 @@ func (m *Model) applyMoves(now time.Time) {
 		if to := m.ifaces[mv.to]; to != nil {
 			mtu := to.MTU
 			to.IPConfig = cloneConfig(mv.cfg)
+			if m.IPMoveAddrsOnly {
+				to.IPConfig = hns.IPConfig{Addrs: to.Addrs}
+			}
 			to.MTU = mtu
 		}
 	}
