@@ -39,8 +39,11 @@ func (fakePods) Network(_ context.Context, p cni.PodArgs) (contract.PodNetwork, 
 	}
 	ip := netip.AddrFrom4([4]byte{10, 244, 1, byte(n)})
 	return contract.PodNetwork{IPs: []netip.Prefix{netip.PrefixFrom(ip, 24)}, MAC: contract.MACFromIP(ip),
-		Gateways: []netip.Addr{netip.MustParseAddr("10.244.1.1")}}, "uid-" + p.Name, nil
+		Gateways: []netip.Addr{netip.MustParseAddr("10.244.1.1")}, Routes: podRoutes}, "uid-" + p.Name, nil
 }
+
+// podRoutes are every pod's routes besides the default one, as a master may annotate them.
+var podRoutes = []contract.ParsedRoute{{Dest: netip.MustParsePrefix("100.64.0.0/16"), NextHop: netip.MustParseAddr("10.244.1.1")}}
 
 type winEnv struct {
 	t     *testing.T
@@ -159,6 +162,7 @@ func (e *winEnv) checkPod(n int, netns string) {
 	}
 	if ep.MAC.String() != contract.MACFromIP(ip).String() || !slices.Equal(ep.IPs, []netip.Prefix{netip.PrefixFrom(ip, 24)}) ||
 		ep.Gateway != netip.MustParseAddr("10.244.1.1") || ep.Namespace != netns ||
+		!slices.Equal(ep.Routes, []hns.Route{{Dst: podRoutes[0].Dest, NextHop: podRoutes[0].NextHop}}) ||
 		!slices.Equal(ep.DNS.Servers, []netip.Addr{netip.MustParseAddr("10.96.0.10")}) ||
 		!slices.Equal(ep.DNS.Search, []string{"ns1.svc.cluster.local", "svc.cluster.local", "cluster.local"}) {
 		e.e("pod %d: endpoint %+v", n, ep)
@@ -518,4 +522,22 @@ func TestWindowsDelRemovesEndpointFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.checkGone("DEL", 6)
+}
+
+// Review L2: the configuration list declares portMappings, and a Windows node has no host
+// port NAT yet, so a pod with a hostPort fails its ADD with an error saying so (not a pod
+// whose hostPort silently does nothing), and leaves nothing behind.
+func TestWindowsHostPortRefused(t *testing.T) {
+	e := newWinEnv(t)
+	ns := e.m.AddNamespace()
+	conf := `{"cniVersion":"1.0.0","name":"ovn-transparent","type":"ovnt-cni",
+ "runtimeConfig":{"portMappings":[{"hostPort":8080,"containerPort":80,"protocol":"tcp"}]}}`
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err := e.srv.Handle(ctx, cni.Request{Command: "ADD", ContainerID: "sandbox-8", Netns: ns, IfName: "eth0",
+		Args: "K8S_POD_NAMESPACE=ns1;K8S_POD_NAME=web-8", StdinData: json.RawMessage(conf)})
+	if err == nil || !strings.Contains(err.Error(), "hostPort is not supported") {
+		t.Fatalf("ADD of a pod with a hostPort: %v, want a refusal naming hostPort", err)
+	}
+	e.checkGone("refused hostPort", 8)
 }

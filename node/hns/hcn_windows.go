@@ -209,10 +209,18 @@ func fromHCNEndpoint(e *hcn.HostComputeEndpoint) Endpoint {
 		}
 	}
 	for _, r := range e.Routes {
+		hop, err := netip.ParseAddr(r.NextHop)
+		if err != nil {
+			continue
+		}
 		if r.DestinationPrefix == "0.0.0.0/0" || r.DestinationPrefix == "::/0" {
-			if a, err := netip.ParseAddr(r.NextHop); err == nil && !out.Gateway.IsValid() {
-				out.Gateway = a
+			if !out.Gateway.IsValid() {
+				out.Gateway = hop
 			}
+			continue
+		}
+		if dst, err := netip.ParsePrefix(r.DestinationPrefix); err == nil {
+			out.Routes = append(out.Routes, Route{Dst: dst, NextHop: hop})
 		}
 	}
 	for _, s := range e.Dns.ServerList {
@@ -241,6 +249,9 @@ func (hcnHNS) CreateEndpoint(ctx context.Context, e Endpoint) (Endpoint, error) 
 			dst = "::/0"
 		}
 		req.Routes = []hcn.Route{{NextHop: e.Gateway.String(), DestinationPrefix: dst}}
+	}
+	for _, r := range e.Routes {
+		req.Routes = append(req.Routes, hcn.Route{NextHop: r.NextHop.String(), DestinationPrefix: r.Dst.String()})
 	}
 	out, err := call(ctx, req.Create)
 	if err != nil {

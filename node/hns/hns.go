@@ -73,7 +73,9 @@ type Endpoint struct {
 	MAC       net.HardwareAddr
 	IPs       []netip.Prefix
 	Gateway   netip.Addr
-	DNS       DNS
+	// Routes are the pod's routes besides the default one (the master's pod annotation).
+	Routes []Route
+	DNS    DNS
 	// Namespace is the HCN namespace (GUID) the endpoint is attached to; NoNamespace, as
 	// HNS reports it, or "" when none (see Attached).
 	Namespace string

@@ -405,6 +405,9 @@ func (t *Transparent) podEndpoint(n hns.Network, p PodInterface) hns.Endpoint {
 	if len(p.Gateways) > 0 {
 		e.Gateway = p.Gateways[0]
 	}
+	for _, r := range p.Routes {
+		e.Routes = append(e.Routes, hns.Route{Dst: r.Dest, NextHop: r.NextHop})
+	}
 	return e
 }
 
@@ -417,6 +420,8 @@ func endpointDiff(have, want hns.Endpoint) string {
 		return fmt.Sprintf("MAC %s, want %s", have.MAC, want.MAC)
 	case !slices.Equal(have.IPs, want.IPs):
 		return fmt.Sprintf("addresses %v, want %v", have.IPs, want.IPs)
+	case !slices.Equal(have.Routes, want.Routes):
+		return fmt.Sprintf("routes %v, want %v", have.Routes, want.Routes)
 	}
 	return ""
 }

@@ -848,6 +848,7 @@ func cloneNetwork(n hns.Network) hns.Network {
 func cloneEndpoint(e hns.Endpoint) hns.Endpoint {
 	e.MAC = slices.Clone(e.MAC)
 	e.IPs = slices.Clone(e.IPs)
+	e.Routes = slices.Clone(e.Routes)
 	e.DNS.Servers = slices.Clone(e.DNS.Servers)
 	e.DNS.Search = slices.Clone(e.DNS.Search)
 	return e
