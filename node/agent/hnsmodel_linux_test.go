@@ -467,3 +467,18 @@ func TestWindowsManagementPortWithoutHostNamespace(t *testing.T) {
 		t.Error("no management vNIC")
 	}
 }
+
+// A host without the Containers feature has no HNS to ask whether the network exists: the
+// agent says what to install, not HNS's error.
+func TestWindowsStartupWithoutHNSSaysWhatToInstall(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db := ovstest.Start(t)
+	m := windowsHost()
+	m.SetFeatures(hns.Features{HyperV: true, OVSExtension: true})
+	m.Fail("Network", errors.New("the RPC server is unavailable"))
+	_, _, err := setupChassis(ctx, windowsConfig("geneve"), db.Connect(), transparent(m), winSubnet)
+	if err == nil || !strings.Contains(err.Error(), "Install-WindowsFeature Containers") {
+		t.Fatalf("start-up without HNS: %v, want the preflight's advice to install Containers", err)
+	}
+}

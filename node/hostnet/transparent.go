@@ -127,10 +127,9 @@ func (t *Transparent) SetupUplink(ctx context.Context, u Uplink) (NodeAddress, e
 	}
 	// Once the network exists, the adapter is the vSwitch's: IP Helper no longer lists it
 	// (the vSwitch unbinds IP from it), so it is never needed again.
+	// An HNS that does not answer (the Containers feature missing?) is for the preflight
+	// checks to explain; ensureNetwork reports its error otherwise.
 	existing, err := t.hns.Network(ctx, t.cfg.Network)
-	if err != nil && !errors.Is(err, hns.ErrNotFound) {
-		return NodeAddress{}, fmt.Errorf("HNS network %q: %w", t.cfg.Network, err)
-	}
 	bound := err == nil && existing.Type == hns.TypeTransparent && existing.Adapter == u.Iface
 	warnings, err := hns.Preflight(ctx, t.sys, t.ip, u.Iface, bound)
 	for _, w := range warnings {
