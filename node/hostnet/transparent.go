@@ -102,8 +102,11 @@ var (
 
 func (t *Transparent) interfaceFirst() {}
 
-// PodInterfaceExists reports whether the endpoint called name exists in HNS.
+// PodInterfaceExists reports whether the endpoint called name exists in HNS; an HNS that
+// does not answer within DeleteTimeout is an error (the answer is unknown).
 func (t *Transparent) PodInterfaceExists(ctx context.Context, name string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, t.cfg.DeleteTimeout)
+	defer cancel()
 	_, err := t.hns.Endpoint(ctx, name)
 	switch {
 	case err == nil:
