@@ -117,7 +117,8 @@ func (e *winEnv) started(n int, netns string) {
 	}
 }
 
-const winConf = `{"cniVersion":"1.1.0","name":"ovn-transparent","type":"ovnt-cni",
+// winConf is what containerd 1.7 sends: the installed list's cniVersion, 1.0.0.
+const winConf = `{"cniVersion":"1.0.0","name":"ovn-transparent","type":"ovnt-cni",
  "runtimeConfig":{"dns":{"servers":["10.96.0.10"],"searches":["ns1.svc.cluster.local","svc.cluster.local","cluster.local"]}}}`
 
 // call makes a CNI call for pod web-<n> in namespace ns1, sandbox netns (an HCN namespace).
@@ -209,7 +210,9 @@ func TestWindowsPodAddDel(t *testing.T) {
 		t.Errorf("first ADD did not create an endpoint: %v", calls)
 	}
 	var res current.Result
-	if err := json.Unmarshal(first, &res); err != nil || len(res.IPs) != 1 || res.IPs[0].Address.String() != "10.244.1.7/24" ||
+	// containerd 1.7 calls at the list's cniVersion, 1.0.0, and parses only results of
+	// that version (review C2).
+	if err := json.Unmarshal(first, &res); err != nil || res.CNIVersion != "1.0.0" || len(res.IPs) != 1 || res.IPs[0].Address.String() != "10.244.1.7/24" ||
 		len(res.Interfaces) != 2 || res.Interfaces[0].Name != podIfName(7) || res.Interfaces[1].Sandbox != ns {
 		t.Errorf("ADD result %s (%v)", first, err)
 	}
