@@ -57,6 +57,12 @@ for unit in ovnt-master ovnt-node; do
 	done
 	echo "ok: $unit.service (${#args[@]} arguments)"
 done
+# The health port's firewall on the network: loopback and the allowed sources, nobody else.
+for rule in 'tcp dport 9477 iif "lo" accept' 'tcp dport 9477 ip saddr { 192.0.2.0/24 } accept' \
+	'tcp dport 9477 ip6 saddr { 2001:db8::/64 } accept' 'tcp dport 9477 drop' 'table inet ovnt_node_health {'; do
+	grep -qF -- "$rule" "$render/ovnt-node-health.nft" || { echo "ansible/ci.sh: the health firewall lacks: $rule" >&2; cat "$render/ovnt-node-health.nft" >&2; exit 1; }
+done
+echo "ok: health port firewall"
 # The Windows service: its binary path is one command line, which Go splits into os.Args
 # by the Windows rules (ci/winargv.py does the same); first the quoting, then the flags.
 python3 ci/winargv.py "$render/ovnt-node.windows.quoting.path" "$render/ovnt-node.windows.quoting.json" >/dev/null

@@ -76,6 +76,8 @@ func runMaster(ctx context.Context, cfg Config, log logr.Logger) error {
 		InactivityProbe: cfg.NBInactivityProbe,
 		ServerName:      cfg.NBServerName,
 		Logger:          log.WithName("nb"),
+		Metrics:         srv.Registry,
+		MetricsPrefix:   "ovnt_master_nb",
 	})
 	if err != nil {
 		return err

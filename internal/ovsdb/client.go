@@ -40,6 +40,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/ovn-org/libovsdb/client"
 	"github.com/ovn-org/libovsdb/model"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // DefaultReconnectTimeout is the time one connection attempt may take when
@@ -93,6 +94,13 @@ type Config struct {
 	// transactions at V(4), every cache update at V(5), and errors (failed reconnections,
 	// cache errors) regardless of verbosity. The zero Logger discards everything.
 	Logger logr.Logger
+
+	// Metrics, if set, receives the client's counters of disconnections and monitor
+	// updates, named <MetricsPrefix>_disconnects_total, _update_messages_total,
+	// _table_updates_total and _monitors. MetricsPrefix must then be two words joined by an
+	// underscore (a namespace and a subsystem: "ovnt_master_nb").
+	Metrics       prometheus.Registerer
+	MetricsPrefix string
 
 	// Tables are the tables to monitor. Only these tables have rows in the client's cache;
 	// the other tables of the database model stay empty. At least one is required.
@@ -151,6 +159,13 @@ func New(ctx context.Context, dbModel model.ClientDBModel, cfg Config) (client.C
 	}
 	for _, r := range remotes {
 		opts = append(opts, client.WithEndpoint(r))
+	}
+	if cfg.Metrics != nil {
+		i := strings.LastIndex(cfg.MetricsPrefix, "_")
+		if i <= 0 || i == len(cfg.MetricsPrefix)-1 {
+			return nil, fmt.Errorf("ovsdb: metrics prefix %q is not <namespace>_<subsystem>", cfg.MetricsPrefix)
+		}
+		opts = append(opts, client.WithMetricsRegistryNamespaceSubsystem(cfg.Metrics, cfg.MetricsPrefix[:i], cfg.MetricsPrefix[i+1:]))
 	}
 	if usesSSL(remotes) {
 		tlsConfig, err := cfg.tlsConfig(remotes)

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/ovn-org/libovsdb/client"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
@@ -54,6 +56,8 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		"no tables":  {Remotes: "unix:/nonexistent.sock"},
 		"bad remote": {Remotes: "tcp:nohost", Tables: allTables()},
 		"ssl no key": {Remotes: "ssl:127.0.0.1:6641", Tables: allTables()},
+		"bad metrics prefix": {Remotes: "unix:/nonexistent.sock", Tables: allTables(),
+			Metrics: prometheus.NewRegistry(), MetricsPrefix: "ovnt"},
 	} {
 		if c, err := New(ctx, testNBModel(t), cfg); err == nil {
 			c.Close()
@@ -230,4 +234,37 @@ func TestReconnectAfterKill(t *testing.T) {
 	if got := cached[uuids[2]]; got.ExternalIDs != "v=2" {
 		t.Errorf("changed-offline: external_ids %q, want v=2", got.ExternalIDs)
 	}
+}
+
+// TestDisconnectsCounted: a server that goes away shows in the client's disconnection
+// counter, under the prefix the component chose, and the client comes back.
+func TestDisconnectsCounted(t *testing.T) {
+	tl := needTools(t)
+	s := newStandalone(t, tl, shortTempDir(t), "nb")
+	s.start()
+	reg := prometheus.NewRegistry()
+	c := newClient(t, s.unixRemote(), Config{Tables: allTables(), Metrics: reg, MetricsPrefix: "ovnt_test_nb"})
+	disconnects := func() float64 {
+		families, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range families {
+			if f.GetName() == "ovnt_test_nb_disconnects_total" {
+				return f.GetMetric()[0].GetCounter().GetValue()
+			}
+		}
+		t.Fatal("no ovnt_test_nb_disconnects_total among the registry's metrics")
+		return 0
+	}
+	if n := disconnects(); n != 0 {
+		t.Fatalf("%v disconnections counted on a fresh connection", n)
+	}
+	s.kill()
+	poll.Eventually(t, context.Background(), "the disconnection counted", 5*time.Second, 50*time.Millisecond, func() (bool, error) {
+		n := disconnects()
+		return n == 1, fmt.Errorf("%v disconnections counted, want 1", n)
+	})
+	s.start()
+	insertSwitches(t, c, &testLS{Name: "after-restart"})
 }

@@ -3,6 +3,7 @@ package controller
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	libovsdb "github.com/ovn-org/libovsdb/ovsdb"
@@ -32,6 +33,10 @@ type metrics struct {
 	podAddrs   *prometheus.Desc
 	subnets    *prometheus.Desc
 	c          *Controller
+
+	// committed holds the keys whose sync in progress committed NB changes (a sync that
+	// found the NB right changes nothing, and is no change's latency).
+	committed sync.Map // nb.Key -> struct{}
 }
 
 func newMetrics(c *Controller) *metrics {
@@ -39,11 +44,11 @@ func newMetrics(c *Controller) *metrics {
 		c: c,
 		syncs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ovnt_master_syncs_total",
-			Help: "Syncs of one key by the work queue, by key kind and result (ok, error: retried, waiting: retried once what it waits for exists).",
+			Help: "Syncs of one key by the work queue, by key kind and result (ok: NB changes committed, unchanged: the NB was right, error: retried, waiting: retried once what it waits for exists).",
 		}, []string{"kind", "result"}),
 		eventToNB: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "ovnt_master_event_to_nb_seconds",
-			Help:    "Time from the first event of a key (an API object change, an NB change, a resync) to the end of the sync that converged it, its NB transaction committed, by key kind.",
+			Help:    "Time from the first event of a key (an API object change, an NB change, a resync) to the end of the sync that converged it by committing NB changes, by key kind; syncs that found the NB right are not counted.",
 			Buckets: latencyBuckets,
 		}, []string{"kind"}),
 		syncTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -114,6 +119,10 @@ func (m *metrics) observe(key any, waited, took time.Duration, err error) {
 	var w reconcile.Waiting
 	switch {
 	case err == nil:
+		if _, wrote := m.committed.LoadAndDelete(k); !wrote {
+			m.syncs.WithLabelValues(kind, "unchanged").Inc()
+			break
+		}
 		m.syncs.WithLabelValues(kind, "ok").Inc()
 		m.eventToNB.WithLabelValues(kind).Observe(waited.Seconds())
 	case errors.As(err, &w):
@@ -130,6 +139,14 @@ func (m *metrics) startupDone(kind nb.Kind, took time.Duration) {
 		return
 	}
 	m.startup.WithLabelValues(string(kind)).Set(took.Seconds())
+}
+
+// wrote records that the sync of key, the work queue's key whose sync this is, committed NB
+// changes (its own rows or those of a key it synced inline).
+func (m *metrics) wrote(key nb.Key) {
+	if m != nil {
+		m.committed.Store(key, struct{}{})
+	}
 }
 
 // transaction counts one NB transaction of a sync.

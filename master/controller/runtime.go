@@ -357,6 +357,11 @@ func (c *Controller) apply(ctx context.Context, key nb.Key, rows []nb.Row) (*nb.
 	n := len(ops)
 	if n > 0 {
 		c.log.V(2).Info("Applied", "key", key.String(), "changes", plan.String(), "ops", n)
+		outer := key
+		if ch := chainOf(ctx); len(ch.keys) > 0 {
+			outer = ch.keys[0]
+		}
+		c.metrics.wrote(outer)
 	}
 	return plan, nil
 }

@@ -47,6 +47,8 @@ type unitEnv struct {
 	nbSrv  *ovsdbtest.Server
 	reader client.Client
 	events *kubetest.Recorder
+	// ctrl is the master running now.
+	ctrl *Controller
 	// stop stops the running master and waits for it.
 	stop func()
 }
@@ -83,6 +85,7 @@ func (e *unitEnv) startMaster() {
 		cancel()
 		e.t.Fatal(err)
 	}
+	e.ctrl = ctrl
 	done := make(chan error, 1)
 	go func() { done <- ctrl.Run(ctx) }()
 	stopped := false

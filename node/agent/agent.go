@@ -34,11 +34,16 @@ import (
 // and the gateway bridge its flows, across a restart.
 func Run(ctx context.Context, cfg Config, log logr.Logger) error {
 	start := time.Now()
-	sw, err := ovs.Connect(ctx, cfg.OVSAddress, log.WithName("ovsdb"))
+	health := healthpkg.New()
+	sw, err := ovs.Connect(ctx, cfg.OVSAddress, log.WithName("ovsdb"), health.Registry)
 	if err != nil {
 		return err
 	}
 	defer sw.Close()
+	metrics, err := newNodeMetrics(health.Registry, sw)
+	if err != nil {
+		return err
+	}
 	host := hostnet.New(log.WithName("hostnet"))
 	client, err := kubeClient(cfg.Kubeconfig)
 	if err != nil {
@@ -82,6 +87,7 @@ func Run(ctx context.Context, cfg Config, log logr.Logger) error {
 		Bridge: IntegrationBridge, MTU: cfg.MTU,
 		AnnotationTimeout: cfg.AnnotationTTL, InstallTimeout: cfg.PortInstallTimeout,
 		NodeIP: addr.IP.Addr(), HostPorts: hostPortNAT(cfg, log),
+		Installed: func(d time.Duration) { metrics.installed.Observe(d.Seconds()) },
 	}, host, sw, watcher, ready, log.WithName("cni"))
 	defer srv.Close()
 	if err := srv.SyncHostPorts(ctx); err != nil {
@@ -89,11 +95,6 @@ func Run(ctx context.Context, cfg Config, log logr.Logger) error {
 	}
 	// Ports a restart left unfinished (Windows: waiting for their pod's vNIC).
 	if err := srv.ResumeBinders(ctx); err != nil {
-		return err
-	}
-	health := healthpkg.New()
-	metrics, err := newNodeMetrics(health.Registry, sw)
-	if err != nil {
 		return err
 	}
 	collector := srv.NewCollector(watcher.Exists, cfg.LeakCollect)

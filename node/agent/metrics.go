@@ -20,6 +20,7 @@ type nodeMetrics struct {
 	requests  *prometheus.CounterVec
 	duration  *prometheus.HistogramVec
 	collected prometheus.Counter
+	installed prometheus.Histogram
 	attached  prometheus.GaugeFunc
 }
 
@@ -38,6 +39,11 @@ func newNodeMetrics(reg prometheus.Registerer, sw *ovs.Switch) (*nodeMetrics, er
 			Name: "ovnt_node_leaked_attachments_collected_total",
 			Help: "Ports and interfaces of pods that are gone, removed by the leak collector (the runtime never sent their DEL or GC).",
 		}),
+		installed: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "ovnt_node_port_install_seconds",
+			Help:    "Time ovn-controller took to install a new pod port's flows (the port written to br-int until it set ovn-installed), as CNI ADD waited for it; not on Windows, where ADD does not wait.",
+			Buckets: cniBuckets,
+		}),
 		attached: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "ovnt_node_pods_attached",
 			Help: "Pod interfaces attached to the integration bridge.",
@@ -51,7 +57,7 @@ func newNodeMetrics(reg prometheus.Registerer, sw *ovs.Switch) (*nodeMetrics, er
 			return float64(len(ifaces))
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.collected, m.attached} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.collected, m.installed, m.attached} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -146,6 +146,7 @@ func (s *Server) attach(ctx context.Context, pod cni.PodArgs, uid string, p host
 	// are dropped; a pod that starts before that fails its first connections.
 	instCtx, cancel := context.WithTimeout(ctx, s.cfg.InstallTimeout)
 	defer cancel()
+	written := time.Now()
 	err = s.sw.Wait(instCtx, "ovn-controller to install port "+att.HostIfName, func() (bool, error) {
 		iface, ok := s.sw.Interface(instCtx, att.HostIfName)
 		if !ok {
@@ -159,6 +160,9 @@ func (s *Server) attach(ctx context.Context, pod cni.PodArgs, uid string, p host
 	if err != nil {
 		return att, types.NewError(types.ErrTryAgainLater, err.Error(),
 			fmt.Sprintf("is logical switch port %s in the NB and ovn-controller connected?", contract.PodPort(pod.Namespace, pod.Name)))
+	}
+	if portCreated && s.cfg.Installed != nil {
+		s.cfg.Installed(time.Since(written))
 	}
 	success = true
 	return att, nil

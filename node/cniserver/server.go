@@ -47,6 +47,10 @@ type Config struct {
 	BindTimeout time.Duration
 	// NodeIP is where pods' host ports open when the runtime names no host IP.
 	NodeIP netip.Addr
+	// Installed, if set, is told how long ovn-controller took to install a port ADD
+	// created (from the port's write to ovn-installed: its flows are in place). Not on
+	// systems whose ports are bound after ADD (hostnet.LateBinder), where ADD does not wait.
+	Installed func(time.Duration)
 	// HostPorts holds the node's host port rules (the portMappings capability); nil on
 	// systems without an implementation, where a pod with a hostPort fails to start.
 	HostPorts localnat.NAT

@@ -45,6 +45,8 @@ func TestCNI(t *testing.T) {
 	t.Run("leaked ports", func(t *testing.T) { testLeakCollector(ctx, t, e) })
 	t.Run("failures", func(t *testing.T) { testFailures(ctx, t, e) })
 	t.Run("agent restart", func(t *testing.T) { testAgentRestart(ctx, t, e) })
+	// Last: node2 has no database afterwards.
+	t.Run("database gone", func(t *testing.T) { testDatabaseGone(ctx, t, e) })
 }
 
 // testLifecycle: VERSION, STATUS, ADD of a pod on each node, CHECK, traffic between them and

@@ -1,10 +1,16 @@
 package integration
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
 )
 
 // testFailures: ADDs that cannot succeed fail with an error naming the pod and leave nothing
@@ -41,4 +47,51 @@ func testFailures(ctx context.Context, t *testing.T, e *env) {
 	errNames(t, "pod without logical port", err, "nolsp")
 	t.Logf("ADD of a pod without logical port failed in %v: %v", time.Since(t0).Round(time.Millisecond), err)
 	assertGone(ctx, t, orphan)
+}
+
+// testDatabaseGone: with its Open_vSwitch database gone, a node's agent says it is not ready,
+// both to the runtime (STATUS) and to kubelet's probe (/readyz on its health address, the
+// default 127.0.0.1:9477 in the node's namespace), and stays alive (/healthz).
+func testDatabaseGone(ctx context.Context, t *testing.T, e *env) {
+	n2 := e.nodes[1]
+	rt := e.runtime(t, n2, "1.1.0", t.TempDir())
+	if code, body := getHealth(ctx, t, n2.Netns, "/readyz"); code != 200 {
+		t.Fatalf("/readyz before: %d %q", code, body)
+	}
+	n2.OVSDB().Kill()
+	poll.Eventually(t, ctx, "node2 not ready", 30*time.Second, 200*time.Millisecond, func() (bool, error) {
+		err := rt.cni.GetStatusNetworkList(ctx, rt.list)
+		code, body := getHealth(ctx, t, n2.Netns, "/readyz")
+		return cniCode(err) == 50 && strings.Contains(err.Error(), "Open_vSwitch database") &&
+				code == 503 && strings.Contains(body, "not connected to the local Open_vSwitch database"),
+			fmt.Errorf("STATUS %v; /readyz %d %q", err, code, body)
+	})
+	if code, body := getHealth(ctx, t, n2.Netns, "/healthz"); code != 200 {
+		t.Errorf("/healthz with the database gone: %d %q, want 200 (the agent waits for it)", code, body)
+	}
+	if code, _ := getHealth(ctx, t, e.nodes[0].Netns, "/readyz"); code != 200 {
+		t.Errorf("node1's /readyz: %d, want 200", code)
+	}
+}
+
+// getHealth GETs path from the agent's health endpoint in netns (HTTP/1.0: the server closes
+// the connection after the body); status 0 when nothing answers.
+func getHealth(ctx context.Context, t *testing.T, netns, path string) (int, string) {
+	t.Helper()
+	conn, err := dial(ctx, netns, "127.0.0.1:9477")
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := fmt.Fprintf(conn, "GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", path); err != nil {
+		return 0, err.Error()
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }

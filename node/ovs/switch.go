@@ -16,6 +16,7 @@ import (
 	"github.com/ovn-org/libovsdb/client"
 	"github.com/ovn-org/libovsdb/model"
 	libovsdb "github.com/ovn-org/libovsdb/ovsdb"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/ovsdb"
 	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/vswitchd"
@@ -30,8 +31,9 @@ type Switch struct {
 }
 
 // Connect connects to the database at remote ("unix:/run/openvswitch/db.sock") and caches
-// the columns the agent uses. It keeps trying until ctx is done.
-func Connect(ctx context.Context, remote string, logger logr.Logger) (*Switch, error) {
+// the columns the agent uses. It keeps trying until ctx is done. reg, if not nil, receives
+// the client's counters (ovnt_node_ovsdb_disconnects_total and the monitor updates).
+func Connect(ctx context.Context, remote string, logger logr.Logger, reg prometheus.Registerer) (*Switch, error) {
 	var (
 		ovs    vswitchd.OpenvSwitch
 		br     vswitchd.Bridge
@@ -53,7 +55,7 @@ func Connect(ctx context.Context, remote string, logger logr.Logger) (*Switch, e
 	if err != nil {
 		return nil, err
 	}
-	c, err := ovsdb.New(ctx, dbModel, ovsdb.Config{Remotes: remote, Tables: tables, Logger: logger})
+	c, err := ovsdb.New(ctx, dbModel, ovsdb.Config{Remotes: remote, Tables: tables, Logger: logger, Metrics: reg, MetricsPrefix: "ovnt_node_ovsdb"})
 	if err != nil {
 		return nil, err
 	}

@@ -31,7 +31,7 @@ func connect(t *testing.T, remote string) *Switch {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	sw, err := Connect(ctx, remote, logr.Discard())
+	sw, err := Connect(ctx, remote, logr.Discard(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,7 +56,7 @@ func (d *DB) Connect() *ovs.Switch {
 	d.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	sw, err := ovs.Connect(ctx, d.Remote, logr.Discard())
+	sw, err := ovs.Connect(ctx, d.Remote, logr.Discard(), nil)
 	if err != nil {
 		d.t.Fatal(err)
 	}

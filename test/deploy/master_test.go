@@ -50,16 +50,16 @@ func TestMasterLeaderElectionAsServiceAccount(t *testing.T) {
 		t.Fatal(err)
 	}
 	healthURL := map[string]string{}
-	start := func(name string) *harness.Proc {
+	start := func(name string, extra ...string) *harness.Proc {
 		health, err := harness.FreeLocalAddr()
 		if err != nil {
 			t.Fatal(err)
 		}
 		healthURL[name] = "http://" + health
-		p, err := r.Start(harness.ProcSpec{Name: name, Path: filepath.Join(binDir, "ovnt-master"), Args: append(central.MasterArgs(),
+		p, err := r.Start(harness.ProcSpec{Name: name, Path: filepath.Join(binDir, "ovnt-master"), Args: append(append(central.MasterArgs(),
 			"--kubeconfig", kubeconfig, "--resync-period", "0", "--health-address", health,
 			"--leader-elect", "--leader-elect-namespace", images.Namespace, "--leader-elect-name", "ovnt-master",
-		)})
+		), extra...)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,6 +117,17 @@ func TestMasterLeaderElectionAsServiceAccount(t *testing.T) {
 	}
 	if got := get(healthURL["ovnt-master-a"] + "/healthz"); got != "ok\n" {
 		t.Errorf("leader /healthz: %q", got)
+	}
+	// A master that cannot reach the NB (the last --nb-address wins) is alive, not ready,
+	// and says why.
+	c := start("ovnt-master-c", "--nb-address", "ssl:127.0.0.1:1")
+	wait("the master without an NB alive and not ready", func() bool {
+		return get(healthURL["ovnt-master-c"]+"/healthz") == "ok\n" &&
+			strings.HasPrefix(get(healthURL["ovnt-master-c"]+"/readyz"), "503 ") &&
+			strings.Contains(get(healthURL["ovnt-master-c"]+"/readyz"), "NB")
+	})
+	if err := c.Stop(); err != nil {
+		t.Logf("stopping the master without an NB: %v", err)
 	}
 	if err := a.Stop(); err != nil {
 		t.Logf("stopping the first master: %v", err)

@@ -520,6 +520,14 @@ func (n *Node) OVNController() *Proc {
 	return n.controller
 }
 
+// OVSDB is the node's ovsdb-server (its Open_vSwitch database). Kill it to test the
+// database going away; the node has none afterwards.
+func (n *Node) OVSDB() *Proc {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.ovsdb
+}
+
 // Stop is the node leaving: its daemons are stopped (ovn-controller with SIGTERM, so its
 // Chassis row stays in the SB as after a crash; removing it is the master's job), its
 // namespace is deleted with everything in it (pods' veth ends, the underlay veth) and its

@@ -47,6 +47,7 @@ func TestHealthEndpoints(t *testing.T) {
 		`ovnt_master_ipam_pod_addresses{node="` + cl.Nodes[0].Name + `",state="used"}`,
 		`ovnt_master_queue_depth`,
 		"\novnt_master_leader 1\n",
+		`ovnt_master_nb_disconnects_total{primary_model="OVN_Northbound"} 0`,
 	} {
 		if !strings.Contains(m, want) {
 			t.Errorf("master /metrics lacks %q", want)
@@ -64,9 +65,13 @@ func TestHealthEndpoints(t *testing.T) {
 			if _, metrics, err = getInNetns(n.Netns, "127.0.0.1:9477", "/metrics"); err != nil {
 				return false, err
 			}
+			// Each node's ADD waited for its port's flows; its OVSDB never went away.
+			installed := strings.Contains(metrics, "\novnt_node_port_install_seconds_count ") &&
+				!strings.Contains(metrics, "\novnt_node_port_install_seconds_count 0\n")
 			return code == 200 && body == "ok\n" && strings.Contains(metrics, `ovnt_node_cni_requests_total{command="ADD",result="ok"}`) &&
-					strings.Contains(metrics, "\novnt_node_pods_attached "),
-				fmt.Errorf("/readyz %d %q; /metrics has ADD ok: %v", code, body, strings.Contains(metrics, `command="ADD",result="ok"`))
+					strings.Contains(metrics, "\novnt_node_pods_attached ") && installed &&
+					strings.Contains(metrics, `ovnt_node_ovsdb_disconnects_total{primary_model="Open_vSwitch"} 0`),
+				fmt.Errorf("/readyz %d %q; /metrics has ADD ok: %v, port installs counted: %v", code, body, strings.Contains(metrics, `command="ADD",result="ok"`), installed)
 		})
 	}
 }

@@ -20,21 +20,35 @@ type Histogram struct {
 // ScrapeHistogram reads the series of histogram name whose labels include labels from the
 // /metrics page at url.
 func ScrapeHistogram(url, name string, labels map[string]string) (Histogram, error) {
-	resp, err := http.Get(url)
+	fams, err := scrape(url)
 	if err != nil {
 		return Histogram{}, err
+	}
+	h, ok := histogramOf(fams, name, labels)
+	if !ok {
+		return Histogram{}, fmt.Errorf("%s: no series of %s with labels %v", url, name, labels)
+	}
+	return h, nil
+}
+
+// scrape reads the metric families of the /metrics page at url.
+func scrape(url string) (map[string]*dto.MetricFamily, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return nil, err
 	}
 	defer resp.Body.Close()
 	var p expfmt.TextParser
 	fams, err := p.TextToMetricFamilies(resp.Body)
 	if err != nil {
-		return Histogram{}, fmt.Errorf("%s: %w", url, err)
+		return nil, fmt.Errorf("%s: %w", url, err)
 	}
-	fam, ok := fams[name]
-	if !ok {
-		return Histogram{}, fmt.Errorf("%s: no metric %s", url, name)
-	}
-	for _, m := range fam.GetMetric() {
+	return fams, nil
+}
+
+// histogramOf finds the series of histogram name whose labels include labels.
+func histogramOf(fams map[string]*dto.MetricFamily, name string, labels map[string]string) (Histogram, bool) {
+	for _, m := range fams[name].GetMetric() {
 		if !hasLabels(m, labels) || m.GetHistogram() == nil {
 			continue
 		}
@@ -47,9 +61,9 @@ func ScrapeHistogram(url, name string, labels map[string]string) (Histogram, err
 			h.Bounds = append(h.Bounds, math.Inf(1))
 			h.Counts = append(h.Counts, m.GetHistogram().GetSampleCount())
 		}
-		return h, nil
+		return h, true
 	}
-	return Histogram{}, fmt.Errorf("%s: no series of %s with labels %v", url, name, labels)
+	return Histogram{}, false
 }
 
 func hasLabels(m *dto.Metric, want map[string]string) bool {
@@ -121,19 +135,52 @@ func (h Histogram) MaxBound() float64 {
 	return math.NaN()
 }
 
-// EventToNB is the name of the master's histogram of its own share of a change: from the
-// first event of a key to its committed sync (docs/operations.md).
-const EventToNB = "ovnt_master_event_to_nb_seconds"
+// The master's histograms (docs/operations.md): its own share of a change, from the first
+// event of a key to its sync's committed NB transaction; one sync of a key; one NB
+// transaction, of any kind of key.
+const (
+	EventToNB = "ovnt_master_event_to_nb_seconds"
+	SyncTime  = "ovnt_master_sync_duration_seconds"
+	TxnTime   = "ovnt_master_nb_transaction_duration_seconds"
+)
 
-// MasterShare scrapes the master's EventToNB series of kind at metricsURL and describes
-// what it observed since before: count, p50, p99 and the bound of the largest.
-func MasterShare(metricsURL, kind string, before Histogram) string {
-	now, err := ScrapeHistogram(metricsURL, EventToNB, map[string]string{"kind": kind})
+// Master is what a master's histograms say about the syncs of one kind of key. A series
+// the master has not observed anything in yet is empty.
+type Master struct {
+	Kind                 string
+	EventToNB, Sync, Txn Histogram
+}
+
+// ScrapeMaster reads the master's histograms of kind from its /metrics page at url.
+func ScrapeMaster(url, kind string) (Master, error) {
+	fams, err := scrape(url)
+	if err != nil {
+		return Master{}, err
+	}
+	m := Master{Kind: kind}
+	m.EventToNB, _ = histogramOf(fams, EventToNB, map[string]string{"kind": kind})
+	m.Sync, _ = histogramOf(fams, SyncTime, map[string]string{"kind": kind})
+	m.Txn, _ = histogramOf(fams, TxnTime, nil)
+	return m, nil
+}
+
+// MasterShare scrapes the master at url again and describes what it observed since before
+// (a ScrapeMaster of the same kind): the changes' count, p50, p99 and the bound of the
+// largest, then the p50 and p99 of the syncs (those that changed nothing included) and of
+// the NB transactions meanwhile.
+func MasterShare(url string, before Master) string {
+	now, err := ScrapeMaster(url, before.Kind)
 	if err != nil {
 		return "master's own share: " + err.Error()
 	}
-	d := now.Since(before)
+	what := fmt.Sprintf("master's own event -> NB committed (its %s, kind %s)", EventToNB, before.Kind)
+	d := now.EventToNB.Since(before.EventToNB)
+	if d.Count() == 0 {
+		return what + ": no sync committed a change"
+	}
 	ms := func(s float64) string { return fmt.Sprintf("%.1f ms", s*1000) }
-	return fmt.Sprintf("master's own event -> NB committed (its %s histogram, kind %s): %d syncs, p50 %s, p99 %s, max <= %s",
-		EventToNB, kind, d.Count(), ms(d.Quantile(0.5)), ms(d.Quantile(0.99)), ms(d.MaxBound()))
+	sync, txn := now.Sync.Since(before.Sync), now.Txn.Since(before.Txn)
+	return fmt.Sprintf("%s: %d changes, p50 %s, p99 %s, max <= %s; syncs (%d) p50 %s, p99 %s; NB transactions (%d) p50 %s, p99 %s",
+		what, d.Count(), ms(d.Quantile(0.5)), ms(d.Quantile(0.99)), ms(d.MaxBound()),
+		sync.Count(), ms(sync.Quantile(0.5)), ms(sync.Quantile(0.99)), txn.Count(), ms(txn.Quantile(0.5)), ms(txn.Quantile(0.99)))
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -59,5 +60,22 @@ func TestHistogram(t *testing.T) {
 	}
 	if q := (Histogram{}).Quantile(0.5); !math.IsNaN(q) {
 		t.Errorf("quantile of nothing: %v", q)
+	}
+	// The master's figures: a page with nothing of a kind yet reads as empty histograms;
+	// nothing since is said in words, not as NaN milliseconds.
+	counts = []any{10, 10, 10, 10, 10}
+	m0, err := ScrapeMaster(srv.URL, "Service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := MasterShare(srv.URL, m0); !strings.HasSuffix(got, "no sync committed a change") {
+		t.Errorf("MasterShare with nothing new: %q", got)
+	}
+	counts = []any{60, 109, 110, 110, 110}
+	if got := MasterShare(srv.URL, m0); !strings.Contains(got, "100 changes, p50 10.0 ms, p99 100.0 ms, max <= 1000.0 ms") {
+		t.Errorf("MasterShare: %q", got)
+	}
+	if m, err := ScrapeMaster(srv.URL, "Node"); err != nil || m.EventToNB.Count() != 0 || m.Sync.Count() != 0 {
+		t.Errorf("a kind with no series: %+v, %v", m, err)
 	}
 }

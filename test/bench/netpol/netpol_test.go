@@ -26,6 +26,7 @@ import (
 
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
+	"github.com/ovn-transparent/ovn-transparent/master/nb"
 	masternetpol "github.com/ovn-transparent/ovn-transparent/master/netpol"
 	"github.com/ovn-transparent/ovn-transparent/master/topology"
 	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
@@ -85,15 +86,36 @@ func BenchmarkNetworkPolicy(b *testing.B) {
 	createObjects(ctx, b, kc)
 	b.Logf("created %d nodes, %d namespaces, %d pods in %v", nodes, namespaces, namespaces*podsPerNS, time.Since(start).Round(time.Millisecond))
 
+	// metricsURL is the /metrics page of the master that runs now.
+	var metricsURL string
 	startMaster := func(name string) *harness.Proc {
+		health, err := harness.FreeLocalAddr()
+		if err != nil {
+			b.Fatal(err)
+		}
+		metricsURL = "http://" + health + "/metrics"
 		p, err := r.Start(harness.ProcSpec{Name: name, Path: masterBin, Args: []string{
 			"--kubeconfig", kube.Kubeconfig, "--nb-address", central.NBRemote,
 			"--cluster-cidr", clusterCIDR, "--node-subnet-prefix", fmt.Sprint(nodeBits),
-			"--leader-elect=false", "--kube-api-qps", "1000", "--kube-api-burst", "2000", "--log-level", "2"}})
+			"--leader-elect=false", "--kube-api-qps", "1000", "--kube-api-burst", "2000", "--log-level", "2",
+			"--health-address", health}})
 		if err != nil {
 			b.Fatal(err)
 		}
 		return p
+	}
+	// The master's own share of each change, from its histogram, by the kinds of keys a
+	// change makes it sync (the API update call is dominated by the API server and etcd).
+	syncs := func(kind nb.Kind) benchutil.Master {
+		m, err := benchutil.ScrapeMaster(metricsURL, string(kind))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return m
+	}
+	var shares []string
+	share := func(what string, before benchutil.Master) {
+		shares = append(shares, fmt.Sprintf("  %s %s", what, benchutil.MasterShare(metricsURL, before)))
 	}
 	t0 := time.Now()
 	m := startMaster("ovnt-master-pods")
@@ -137,6 +159,7 @@ func BenchmarkNetworkPolicy(b *testing.B) {
 	mem := benchutil.ProcMem(b, m.Pid())
 
 	rng := rand.New(rand.NewPCG(1, 2))
+	h0 := syncs(nb.NetworkPolicyPeer)
 	// One pod label change: a frontend pod leaves its namespace's frontend peer and comes back.
 	var labelLat []time.Duration
 	var labelOps []int64
@@ -172,7 +195,9 @@ func BenchmarkNetworkPolicy(b *testing.B) {
 		}
 	}
 
+	share("pod label change:", h0)
 	// One policy change: a rule's port moves and back.
+	h0 = syncs(nb.NetworkPolicy)
 	var polLat []time.Duration
 	var polOps []int64
 	for range samples {
@@ -199,6 +224,7 @@ func BenchmarkNetworkPolicy(b *testing.B) {
 			polOps = append(polOps, w.Changes()-before)
 		}
 	}
+	share("policy change:   ", h0)
 	mem2 := benchutil.ProcMem(b, m.Pid())
 
 	fmt.Printf("NetworkPolicy benchmark: %d namespaces x %d pods x 5 policies (%d pods, %d policies), %d nodes\n",
@@ -213,6 +239,9 @@ func BenchmarkNetworkPolicy(b *testing.B) {
 	}
 	printChange("pod label change -> NB:", labelLat, labelOps)
 	printChange("policy change -> NB:   ", polLat, polOps)
+	for _, l := range shares {
+		fmt.Println(l)
+	}
 	fmt.Printf("  master memory: after convergence %s; at the end %s\n", mem, mem2)
 }
 

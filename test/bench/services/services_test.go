@@ -127,17 +127,17 @@ func BenchmarkServices(b *testing.B) {
 	// The master's own share of each change, from its histogram (the update call above is
 	// dominated by the API server and etcd).
 	metricsURL := "http://" + health + "/metrics"
-	serviceSyncs := func() benchutil.Histogram {
-		h, err := benchutil.ScrapeHistogram(metricsURL, benchutil.EventToNB, map[string]string{"kind": "Service"})
+	serviceSyncs := func() benchutil.Master {
+		m, err := benchutil.ScrapeMaster(metricsURL, "Service")
 		if err != nil {
 			b.Fatal(err)
 		}
-		return h
+		return m
 	}
 	h0 := serviceSyncs()
 	lat, rows, bytes := changes(ctx, b, kc, w, nbFile, gen, nSvc, nEP, nNodes, nChanges)
 	report(fmt.Sprintf("%d Services, %d nodes", nSvc, nNodes), lat, rows, bytes)
-	fmt.Printf("svcbench: %d Services, %d nodes: %s\n", nSvc, nNodes, benchutil.MasterShare(metricsURL, "Service", h0))
+	fmt.Printf("svcbench: %d Services, %d nodes: %s\n", nSvc, nNodes, benchutil.MasterShare(metricsURL, h0))
 	fmt.Printf("svcbench: NB rows per Service with %d nodes: %s\n", nNodes, w.rowsPerService(nSvc))
 
 	if moreNodes > nNodes {
@@ -146,7 +146,7 @@ func BenchmarkServices(b *testing.B) {
 		h0 = serviceSyncs()
 		lat, rows, bytes = changes(ctx, b, kc, w, nbFile, gen, nSvc, nEP, nNodes, nChanges/2)
 		report(fmt.Sprintf("%d Services, %d nodes", nSvc, moreNodes), lat, rows, bytes)
-		fmt.Printf("svcbench: %d Services, %d nodes: %s\n", nSvc, moreNodes, benchutil.MasterShare(metricsURL, "Service", h0))
+		fmt.Printf("svcbench: %d Services, %d nodes: %s\n", nSvc, moreNodes, benchutil.MasterShare(metricsURL, h0))
 		fmt.Printf("svcbench: NB rows per Service with %d nodes: %s\n", moreNodes, w.rowsPerService(nSvc))
 	}
 	fmt.Printf("svcbench: master memory at the end: %s\n", benchutil.ProcMem(b, master.Pid()))
