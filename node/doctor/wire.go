@@ -40,7 +40,7 @@ func FromConfig(ctx context.Context, cfg Config, timeout time.Duration) (n Node,
 	closers := []func(){}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if sw, err := ovs.Connect(cctx, cfg.OVSAddress, logr.Discard()); err != nil {
+	if sw, err := ovs.Connect(cctx, cfg.OVSAddress, logr.Discard(), nil); err != nil {
 		n.SwitchErr = fmt.Errorf("%s: %w", cfg.OVSAddress, err)
 	} else {
 		n.Switch = sw
