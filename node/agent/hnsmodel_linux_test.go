@@ -184,33 +184,31 @@ func checkWindowsOVS(t *testing.T, db *ovstest.DB, encap string) {
 	}
 }
 
-// Some Windows builds never move the configuration: the node restores it itself.
-func TestWindowsStartupRestoresLostIP(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	db := ovstest.Start(t)
-	m := windowsHost()
-	m.IPMoveLost = true
-	host := hostnet.NewTransparent(m, m, m, hostnet.TransparentConfig{IPMoveTimeout: 500 * time.Millisecond, Poll: 20 * time.Millisecond, Log: logr.Discard()})
-	if _, _, err := setupChassis(ctx, windowsConfig("stt"), db.Connect(), host, winSubnet); err != nil {
-		t.Fatal(err)
-	}
-	checkWindowsHNS(t, m)
-	checkWindowsOVS(t, db, "stt")
-}
-
-// Review M7: some builds move only the addresses to the host vNIC; the node adds the
-// gateway, DNS servers and routes the adapter had, keeping what the vNIC holds.
+// Some Windows builds never move the configuration, others only the addresses (review
+// M7): the node adds what the host vNIC lacks (addresses, gateway, DNS servers, routes).
 func TestWindowsStartupRestoresWhatHNSDidNotMove(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	db := ovstest.Start(t)
-	m := windowsHost()
-	m.IPMoveAddrsOnly = true
-	if _, _, err := setupChassis(ctx, windowsConfig("geneve"), db.Connect(), transparent(m), winSubnet); err != nil {
-		t.Fatal(err)
+	for _, c := range []struct {
+		name  string
+		model func(*hnstest.Model)
+		encap string
+	}{
+		{"nothing moved", func(m *hnstest.Model) { m.IPMoveLost = true }, "stt"},
+		{"addresses only", func(m *hnstest.Model) { m.IPMoveAddrsOnly = true }, "geneve"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			db := ovstest.Start(t)
+			m := windowsHost()
+			c.model(m)
+			host := hostnet.NewTransparent(m, m, m, hostnet.TransparentConfig{IPMoveTimeout: 500 * time.Millisecond, Poll: 20 * time.Millisecond, Log: logr.Discard()})
+			if _, _, err := setupChassis(ctx, windowsConfig(c.encap), db.Connect(), host, winSubnet); err != nil {
+				t.Fatal(err)
+			}
+			checkWindowsHNS(t, m)
+			checkWindowsOVS(t, db, c.encap)
+		})
 	}
-	checkWindowsHNS(t, m)
 }
 
 func TestWindowsStartupRefusesVirtualAdapter(t *testing.T) {
