@@ -11,10 +11,10 @@ import (
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/openflow"
 	"github.com/ovn-transparent/ovn-transparent/internal/ovsdb"
+	"github.com/ovn-transparent/ovn-transparent/node/kubeconf"
 	"github.com/ovn-transparent/ovn-transparent/node/ovs"
 	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/sbdb"
 )
@@ -88,9 +88,9 @@ func FromConfig(ctx context.Context, cfg Config, timeout time.Duration) (n Node,
 		}
 	}
 	n.Runtime = func(ctx context.Context) (string, error) {
-		rc, err := clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
+		rc, err := kubeconf.Config(cfg.Kubeconfig)
 		if err != nil {
-			return "", fmt.Errorf("kubeconfig: %w", err)
+			return "", err
 		}
 		rc.UserAgent = "ovnt-node-doctor"
 		client, err := kubernetes.NewForConfig(rc)
