@@ -73,9 +73,21 @@ mapfile -t -d '' args < <(python3 ci/winargv.py "$render/ovnt-node.windows.path"
 	exit 1
 }
 ../_output/bin/ovnt-node "${args[@]:1}" --help >/dev/null
-for f in --sb-client-cert --sb-client-key --sb-ca-cert; do
+for f in --sb-client-cert --sb-client-key --sb-ca-cert --uplink-interface --ovs-rundir; do
 	printf '%s\n' "${args[@]}" | grep -q -- "^$f=" || { echo "ansible/ci.sh: the Windows service has no $f" >&2; exit 1; }
 done
+# The MSI's ovsdb-server serves a named pipe only: the role adds this loopback listener.
+printf '%s\n' "${args[@]}" | grep -qx -- "--ovs-address=tcp:127.0.0.1:6640" || { echo "ansible/ci.sh: the Windows service's --ovs-address is not the role's listener" >&2; exit 1; }
+# containerd's CNI settings land in its CNI table, as TOML, for containerd 1.7 and 2.x.
+python3 - "$render" <<'PY'
+import sys, tomllib
+d = sys.argv[1]
+v2 = tomllib.load(open(d + "/containerd-cni.v2.toml", "rb"))["plugins"]["io.containerd.grpc.v1.cri"]["cni"]
+v3 = tomllib.load(open(d + "/containerd-cni.v3.toml", "rb"))["plugins"]["io.containerd.cri.v1.runtime"]["cni"]
+assert v2 == {"bin_dir": "C:/opt/cni/bin", "conf_dir": "C:/etc/cni/net.d"}, v2
+assert v3 == {"bin_dirs": ["C:/opt/cni/bin"], "conf_dir": "C:/etc/cni/net.d"}, v3
+PY
+echo "ok: containerd CNI settings (config versions 2 and 3)"
 echo "ok: Windows ovnt-node service ($((${#args[@]} - 1)) arguments)"
 # OVN central: every option is one ovn-ctl knows; only the joining members name a remote.
 known=$({ /usr/share/ovn/scripts/ovn-ctl --help 2>&1 || true; } | grep -o -- '--[a-z0-9-]*' | sort -u)

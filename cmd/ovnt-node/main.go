@@ -27,7 +27,9 @@ func main() {
 }
 
 func newApp() *cli.App {
-	return cliapp.New("ovnt-node", "OVN chassis set-up and CNI server of one node", flags(), run)
+	app := cliapp.New("ovnt-node", "OVN chassis set-up and CNI server of one node", flags(), run)
+	app.Commands = append(app.Commands, doctorCommand())
+	return app
 }
 
 func run(c *cli.Context) error {

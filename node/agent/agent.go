@@ -13,7 +13,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/cni"
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
@@ -22,6 +21,7 @@ import (
 	"github.com/ovn-transparent/ovn-transparent/node/gateway"
 	"github.com/ovn-transparent/ovn-transparent/node/hostnet"
 	"github.com/ovn-transparent/ovn-transparent/node/install"
+	"github.com/ovn-transparent/ovn-transparent/node/kubeconf"
 	"github.com/ovn-transparent/ovn-transparent/node/localnat"
 	"github.com/ovn-transparent/ovn-transparent/node/ovs"
 	"github.com/ovn-transparent/ovn-transparent/node/pods"
@@ -148,10 +148,10 @@ func Run(ctx context.Context, cfg Config, log logr.Logger) error {
 }
 
 func kubeClient(kubeconfig string) (kubernetes.Interface, error) {
-	// An empty path makes clientcmd use the in-cluster configuration.
-	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	// An empty path means in-cluster, wherever the runtime mounted the ServiceAccount.
+	rc, err := kubeconf.Config(kubeconfig)
 	if err != nil {
-		return nil, fmt.Errorf("kubeconfig: %w", err)
+		return nil, err
 	}
 	rc.UserAgent = "ovnt-node"
 	return kubernetes.NewForConfig(rc)

@@ -20,6 +20,7 @@ import (
 	"github.com/ovn-transparent/ovn-transparent/node/hns"
 	"github.com/ovn-transparent/ovn-transparent/node/hns/hnstest"
 	"github.com/ovn-transparent/ovn-transparent/node/hostnet"
+	"github.com/ovn-transparent/ovn-transparent/node/ovs"
 	"github.com/ovn-transparent/ovn-transparent/node/ovstest"
 )
 
@@ -105,6 +106,31 @@ func TestWindowsStartupAndAdoption(t *testing.T) {
 	}
 }
 
+// winNode is a Windows node as the agent's start-up leaves it on the HNS model, with a fake
+// ovs-vswitchd playing the Windows datapath over it.
+type winNode struct {
+	db  *ovstest.DB
+	sw  *ovs.Switch
+	m   *hnstest.Model
+	cfg Config
+	vs  *ovstest.VSwitchd
+	c   *nodeController // its management port's controller
+}
+
+func startWindowsNode(ctx context.Context, t *testing.T) winNode {
+	t.Helper()
+	w := winNode{db: ovstest.Start(t), m: windowsHost(), cfg: windowsConfig("geneve")}
+	w.sw = w.db.Connect()
+	host := transparent(w.m)
+	w.vs = w.db.FakeVSwitchd(w.m.SyncOVS)
+	if _, _, err := setupChassis(ctx, w.cfg, w.sw, host, winSubnet); err != nil {
+		t.Fatal(err)
+	}
+	w.vs.Sync() // ovs-vswitchd acts on what start-up wrote before the endpoint comes
+	w.c = &nodeController{cfg: w.cfg, sw: w.sw, host: host}
+	return w
+}
+
 // checkWindowsHNS: one Transparent network on Ethernet0 with the OVS extension, and the
 // node's whole IP configuration on the host vNIC (HNS moved it; enabling the extension
 // before the move would have lost it).
@@ -158,19 +184,31 @@ func checkWindowsOVS(t *testing.T, db *ovstest.DB, encap string) {
 	}
 }
 
-// Some Windows builds never move the configuration: the node restores it itself.
-func TestWindowsStartupRestoresLostIP(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	db := ovstest.Start(t)
-	m := windowsHost()
-	m.IPMoveLost = true
-	host := hostnet.NewTransparent(m, m, m, hostnet.TransparentConfig{IPMoveTimeout: 500 * time.Millisecond, Poll: 20 * time.Millisecond, Log: logr.Discard()})
-	if _, _, err := setupChassis(ctx, windowsConfig("stt"), db.Connect(), host, winSubnet); err != nil {
-		t.Fatal(err)
+// Some Windows builds never move the configuration, others only the addresses (review
+// M7): the node adds what the host vNIC lacks (addresses, gateway, DNS servers, routes).
+func TestWindowsStartupRestoresWhatHNSDidNotMove(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		model func(*hnstest.Model)
+		encap string
+	}{
+		{"nothing moved", func(m *hnstest.Model) { m.IPMoveLost = true }, "stt"},
+		{"addresses only", func(m *hnstest.Model) { m.IPMoveAddrsOnly = true }, "geneve"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			db := ovstest.Start(t)
+			m := windowsHost()
+			c.model(m)
+			host := hostnet.NewTransparent(m, m, m, hostnet.TransparentConfig{IPMoveTimeout: 500 * time.Millisecond, Poll: 20 * time.Millisecond, Log: logr.Discard()})
+			if _, _, err := setupChassis(ctx, windowsConfig(c.encap), db.Connect(), host, winSubnet); err != nil {
+				t.Fatal(err)
+			}
+			checkWindowsHNS(t, m)
+			checkWindowsOVS(t, db, c.encap)
+		})
 	}
-	checkWindowsHNS(t, m)
-	checkWindowsOVS(t, db, "stt")
 }
 
 func TestWindowsStartupRefusesVirtualAdapter(t *testing.T) {
@@ -195,17 +233,8 @@ func TestWindowsStartupRefusesVirtualAdapter(t *testing.T) {
 func TestWindowsManagementPort(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	db := ovstest.Start(t)
-	sw := db.Connect()
-	m := windowsHost()
-	host := transparent(m)
-	cfg := windowsConfig("geneve")
-	vs := db.FakeVSwitchd(m.SyncOVS)
-	if _, _, err := setupChassis(ctx, cfg, sw, host, winSubnet); err != nil {
-		t.Fatal(err)
-	}
-	vs.Sync() // ovs-vswitchd acts on what start-up wrote before the endpoint comes
-	c := &nodeController{cfg: cfg, sw: sw, host: host}
+	w := startWindowsNode(ctx, t)
+	db, m, c, cfg, vs := w.db, w.m, w.c, w.cfg, w.vs
 	for _, subnet := range []string{"10.244.3.0/24", "10.244.3.0/24"} { // the second time changes nothing
 		s := netip.MustParsePrefix(subnet)
 		if err := c.setupManagementPort(ctx, s); err != nil {
@@ -434,5 +463,20 @@ func TestWindowsManagementPortWithoutHostNamespace(t *testing.T) {
 	}
 	if _, ok := m.InterfaceNow("vEthernet (k8s-win1)"); !ok {
 		t.Error("no management vNIC")
+	}
+}
+
+// A host without the Containers feature has no HNS to ask whether the network exists: the
+// agent says what to install, not HNS's error.
+func TestWindowsStartupWithoutHNSSaysWhatToInstall(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db := ovstest.Start(t)
+	m := windowsHost()
+	m.SetFeatures(hns.Features{HyperV: true, OVSExtension: true})
+	m.Fail("Network", errors.New("the RPC server is unavailable"))
+	_, _, err := setupChassis(ctx, windowsConfig("geneve"), db.Connect(), transparent(m), winSubnet)
+	if err == nil || !strings.Contains(err.Error(), "Install-WindowsFeature Containers") {
+		t.Fatalf("start-up without HNS: %v, want the preflight's advice to install Containers", err)
 	}
 }

@@ -99,7 +99,9 @@ func (c *LeakCollector) Collect(ctx context.Context) (int, error) {
 		unlock()
 		if err != nil {
 			hasPort[i.Name] = true
-			errs = append(errs, err)
+			if !errors.Is(err, errInterfacePending) {
+				errs = append(errs, err)
+			}
 			continue
 		}
 		removed++

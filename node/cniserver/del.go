@@ -27,7 +27,9 @@ func (s *Server) del(ctx context.Context, req cni.Request) error {
 	}
 	var errs []error
 	for _, ref := range refs {
-		if err := s.detach(ctx, ref); err != nil {
+		// A pending removal is not DEL's failure: the runtime goes on, the collector
+		// finishes it.
+		if err := s.detach(ctx, ref); err != nil && !errors.Is(err, errInterfacePending) {
 			errs = append(errs, err)
 		}
 	}
@@ -37,11 +39,25 @@ func (s *Server) del(ctx context.Context, req cni.Request) error {
 	return nil
 }
 
+// errInterfacePending: the host has not finished removing the interface, so its port
+// stays (hostnet.InterfaceFirst); the leak collector finishes both.
+var errInterfacePending = errors.New("the pod interface's removal has not finished")
+
 // detach removes one attachment's port and interface, and the host ports the port
-// recorded; the caller holds its container lock.
+// recorded; the caller holds its container lock. On an InterfaceFirst host the interface
+// goes first, and errInterfacePending says the port stays.
 func (s *Server) detach(ctx context.Context, ref hostnet.PodRef) error {
 	s.stopBinder(ref.HostIfName)
 	iface, _ := s.sw.Interface(ctx, ref.HostIfName)
+	first, ifaceFirst := s.host.(hostnet.InterfaceFirst)
+	if ifaceFirst {
+		if err := s.host.DeletePodInterface(ctx, ref); err != nil {
+			return err
+		}
+		if exists, err := first.PodInterfaceExists(ctx, ref.HostIfName); err != nil || exists {
+			return errInterfacePending
+		}
+	}
 	if err := s.sw.DeletePort(ctx, ref.HostIfName); err != nil {
 		return err
 	}
@@ -49,6 +65,9 @@ func (s *Server) detach(ctx context.Context, ref hostnet.PodRef) error {
 		if err := s.SyncHostPorts(ctx); err != nil {
 			return err
 		}
+	}
+	if ifaceFirst {
+		return nil
 	}
 	return s.host.DeletePodInterface(ctx, ref)
 }

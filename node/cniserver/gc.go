@@ -30,9 +30,11 @@ func (s *Server) gc(ctx context.Context, conf cni.NetConf) error {
 		unlock := s.locks.lock(ref.ContainerID)
 		err := s.detach(ctx, ref)
 		unlock()
-		if err != nil {
+		switch {
+		case errors.Is(err, errInterfacePending): // the next GC, or the collector, finishes it
+		case err != nil:
 			errs = append(errs, err)
-		} else {
+		default:
 			s.log.Info("GC removed a stale pod interface", "container", ref.ContainerID, "ifname", ref.IfName, "port", ref.HostIfName)
 		}
 	}

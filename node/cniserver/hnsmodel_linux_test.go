@@ -39,8 +39,11 @@ func (fakePods) Network(_ context.Context, p cni.PodArgs) (contract.PodNetwork, 
 	}
 	ip := netip.AddrFrom4([4]byte{10, 244, 1, byte(n)})
 	return contract.PodNetwork{IPs: []netip.Prefix{netip.PrefixFrom(ip, 24)}, MAC: contract.MACFromIP(ip),
-		Gateways: []netip.Addr{netip.MustParseAddr("10.244.1.1")}}, "uid-" + p.Name, nil
+		Gateways: []netip.Addr{netip.MustParseAddr("10.244.1.1")}, Routes: podRoutes}, "uid-" + p.Name, nil
 }
+
+// podRoutes are every pod's routes besides the default one, as a master may annotate them.
+var podRoutes = []contract.ParsedRoute{{Dest: netip.MustParsePrefix("100.64.0.0/16"), NextHop: netip.MustParseAddr("10.244.1.1")}}
 
 type winEnv struct {
 	t     *testing.T
@@ -114,7 +117,8 @@ func (e *winEnv) started(n int, netns string) {
 	}
 }
 
-const winConf = `{"cniVersion":"1.1.0","name":"ovn-transparent","type":"ovnt-cni",
+// winConf is what containerd 1.7 sends: the installed list's cniVersion, 1.0.0.
+const winConf = `{"cniVersion":"1.0.0","name":"ovn-transparent","type":"ovnt-cni",
  "runtimeConfig":{"dns":{"servers":["10.96.0.10"],"searches":["ns1.svc.cluster.local","svc.cluster.local","cluster.local"]}}}`
 
 // call makes a CNI call for pod web-<n> in namespace ns1, sandbox netns (an HCN namespace).
@@ -159,6 +163,7 @@ func (e *winEnv) checkPod(n int, netns string) {
 	}
 	if ep.MAC.String() != contract.MACFromIP(ip).String() || !slices.Equal(ep.IPs, []netip.Prefix{netip.PrefixFrom(ip, 24)}) ||
 		ep.Gateway != netip.MustParseAddr("10.244.1.1") || ep.Namespace != netns ||
+		!slices.Equal(ep.Routes, []hns.Route{{Dst: podRoutes[0].Dest, NextHop: podRoutes[0].NextHop}}) ||
 		!slices.Equal(ep.DNS.Servers, []netip.Addr{netip.MustParseAddr("10.96.0.10")}) ||
 		!slices.Equal(ep.DNS.Search, []string{"ns1.svc.cluster.local", "svc.cluster.local", "cluster.local"}) {
 		e.e("pod %d: endpoint %+v", n, ep)
@@ -205,7 +210,9 @@ func TestWindowsPodAddDel(t *testing.T) {
 		t.Errorf("first ADD did not create an endpoint: %v", calls)
 	}
 	var res current.Result
-	if err := json.Unmarshal(first, &res); err != nil || len(res.IPs) != 1 || res.IPs[0].Address.String() != "10.244.1.7/24" ||
+	// containerd 1.7 calls at the list's cniVersion, 1.0.0, and parses only results of
+	// that version (review C2).
+	if err := json.Unmarshal(first, &res); err != nil || res.CNIVersion != "1.0.0" || len(res.IPs) != 1 || res.IPs[0].Address.String() != "10.244.1.7/24" ||
 		len(res.Interfaces) != 2 || res.Interfaces[0].Name != podIfName(7) || res.Interfaces[1].Sandbox != ns {
 		t.Errorf("ADD result %s (%v)", first, err)
 	}
@@ -314,8 +321,9 @@ func TestWindowsGC(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// HNS hangs deleting pod 3's endpoint: DEL removes the port, gives up on the endpoint
-	// after DeleteTimeout and succeeds, so the runtime can go on.
+	// HNS hangs deleting pod 3's endpoint: DEL gives up on it after DeleteTimeout, keeps
+	// the port (M9: OVS would delete the endpoint's Hyper-V port with it) and succeeds, so
+	// the runtime can go on.
 	e.m.Hang("DeleteEndpoint")
 	if _, err := e.call("DEL", 3, ns[3]); err != nil {
 		t.Fatalf("DEL with a hung HNS delete: %v", err)
@@ -324,8 +332,8 @@ func TestWindowsGC(t *testing.T) {
 	if _, ok := e.endpoints()[podIfName(3)]; !ok {
 		t.Fatal("the hung delete removed the endpoint anyway; the test proves nothing")
 	}
-	if slices.Contains(e.brIntPorts(), podIfName(3)) {
-		t.Error("DEL left pod 3's port")
+	if !slices.Contains(e.brIntPorts(), podIfName(3)) {
+		t.Error("DEL removed pod 3's port while HNS still had its endpoint")
 	}
 
 	gc := `{"cniVersion":"1.1.0","name":"ovn-transparent","type":"ovnt-cni","cni.dev/valid-attachments":[{"containerID":"sandbox-1","ifname":"eth0"}]}`
@@ -469,4 +477,70 @@ func TestWindowsRestartResumesBinding(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.checkPod(8, ns)
+}
+
+// TestWindowsDelRemovesEndpointFirst (review M9): OVS deletes the Hyper-V port of an
+// internal interface it removes, the HNS endpoint's included. DEL removes the endpoint
+// first, and while HNS has not finished (its deletion hung) it keeps the port, so OVS never
+// takes a port from under an endpoint that still exists; the collector finishes both.
+func TestWindowsDelRemovesEndpointFirst(t *testing.T) {
+	e := newWinEnv(t)
+	ns := e.m.AddNamespace()
+	if _, err := e.call("ADD", 5, ns); err != nil {
+		t.Fatal(err)
+	}
+	e.checkPod(5, ns)
+	name := podIfName(5)
+	e.m.Hang("DeleteEndpoint")
+	if _, err := e.call("DEL", 5, ns); err != nil {
+		t.Fatalf("DEL with a hung HNS delete: %v", err)
+	}
+	e.vs.Sync() // ovs-vswitchd acts on what DEL left in its database
+	if _, ok := e.endpoints()[name]; !ok {
+		t.Fatal("the endpoint is gone although HNS hung")
+	}
+	if !slices.Contains(e.m.HyperVPorts(), name) {
+		t.Errorf("OVS deleted the Hyper-V port of endpoint %s, which HNS still has (Hyper-V ports %v)", name, e.m.HyperVPorts())
+	}
+	if !slices.Contains(e.brIntPorts(), name) {
+		t.Errorf("DEL removed the port while its endpoint's deletion had not finished")
+	}
+	e.m.Heal("DeleteEndpoint")
+	c := e.srv.NewCollector(func(context.Context, string, string, string) (bool, error) { return false, nil }, time.Hour)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for range 2 {
+		if _, err := c.Collect(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.checkGone("collector after a hung DEL", 5)
+	// A DEL that HNS answers removes both at once.
+	ns = e.m.AddNamespace()
+	if _, err := e.call("ADD", 6, ns); err != nil {
+		t.Fatal(err)
+	}
+	e.checkPod(6, ns)
+	if _, err := e.call("DEL", 6, ns); err != nil {
+		t.Fatal(err)
+	}
+	e.checkGone("DEL", 6)
+}
+
+// Review L2: the configuration list declares portMappings, and a Windows node has no host
+// port NAT yet, so a pod with a hostPort fails its ADD with an error saying so (not a pod
+// whose hostPort silently does nothing), and leaves nothing behind.
+func TestWindowsHostPortRefused(t *testing.T) {
+	e := newWinEnv(t)
+	ns := e.m.AddNamespace()
+	conf := `{"cniVersion":"1.0.0","name":"ovn-transparent","type":"ovnt-cni",
+ "runtimeConfig":{"portMappings":[{"hostPort":8080,"containerPort":80,"protocol":"tcp"}]}}`
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err := e.srv.Handle(ctx, cni.Request{Command: "ADD", ContainerID: "sandbox-8", Netns: ns, IfName: "eth0",
+		Args: "K8S_POD_NAMESPACE=ns1;K8S_POD_NAME=web-8", StdinData: json.RawMessage(conf)})
+	if err == nil || !strings.Contains(err.Error(), "hostPort is not supported") {
+		t.Fatalf("ADD of a pod with a hostPort: %v, want a refusal naming hostPort", err)
+	}
+	e.checkGone("refused hostPort", 8)
 }

@@ -11,8 +11,10 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"unsafe"
 
 	"github.com/Microsoft/hcsshim/hcn"
+	"golang.org/x/sys/windows"
 )
 
 // NewHCN returns HNS through the hcn (v2) API.
@@ -74,29 +76,29 @@ func fromHCNNetwork(n *hcn.HostComputeNetwork) Network {
 			out.Subnets = append(out.Subnets, s)
 		}
 	}
-	for _, p := range n.Policies {
-		switch p.Type {
-		case hcn.NetAdapterName:
-			var s hcn.NetAdapterNameNetworkPolicySetting
-			if json.Unmarshal(p.Settings, &s) == nil {
-				out.Adapter = s.NetworkAdapterName
-			}
-		case hcn.VSwitchExtension:
-			var s hcn.VSwitchExtensionNetworkPolicySetting
-			if json.Unmarshal(p.Settings, &s) == nil && s.Enable {
-				out.Extensions = append(out.Extensions, strings.ToUpper(s.ExtensionID))
-			}
-		}
-	}
+	// The adapter and the extensions come from v1 (withV1).
 	return out
 }
 
-func (hcnHNS) Network(ctx context.Context, name string) (Network, error) {
-	n, err := call(ctx, func() (*hcn.HostComputeNetwork, error) { return hcn.GetNetworkByName(name) })
-	if err != nil {
-		return Network{}, wrapNotFound(err)
+// withV1 completes n, read through v2, with the adapter and the extension state as v1
+// reports them (v1.go says why).
+func withV1(n Network) (Network, error) {
+	var v v1Network
+	if err := hnsV1("GET", "/networks/"+n.ID, "", &v); err != nil {
+		return Network{}, fmt.Errorf("reading network %q back through HNS v1: %w", n.Name, err)
 	}
-	return fromHCNNetwork(n), nil
+	applyV1(&n, v)
+	return n, nil
+}
+
+func (hcnHNS) Network(ctx context.Context, name string) (Network, error) {
+	return call(ctx, func() (Network, error) {
+		n, err := hcn.GetNetworkByName(name)
+		if err != nil {
+			return Network{}, wrapNotFound(err)
+		}
+		return withV1(fromHCNNetwork(n))
+	})
 }
 
 func (hcnHNS) CreateTransparentNetwork(ctx context.Context, name, adapter string, subnets []Subnet) (Network, error) {
@@ -123,26 +125,63 @@ func (hcnHNS) CreateTransparentNetwork(ctx context.Context, name, adapter string
 		}
 		req.Ipams = []hcn.Ipam{ipam}
 	}
-	n, err := call(ctx, req.Create)
-	if err != nil {
-		return Network{}, err
-	}
-	return fromHCNNetwork(n), nil
+	return call(ctx, func() (Network, error) {
+		n, err := req.Create()
+		if err != nil {
+			return Network{}, err
+		}
+		return withV1(fromHCNNetwork(n))
+	})
 }
 
+// EnableExtension enables it the way Antrea's agent does, through a v1 POST of the
+// network's Extensions (the semantics of Enable-VMSwitchExtension), and reads the network
+// back: HNS can accept the request and leave the extension disabled (another forwarding
+// extension on the switch, or OVS enabled on another switch).
 func (hcnHNS) EnableExtension(ctx context.Context, networkID, id string) error {
-	setting, err := json.Marshal(hcn.VSwitchExtensionNetworkPolicySetting{ExtensionID: id, Enable: true})
+	_, err := call(ctx, func() (struct{}, error) {
+		if err := hnsV1("POST", "/networks/"+networkID, v1EnableExtension(id), nil); err != nil {
+			return struct{}{}, fmt.Errorf("enabling extension %s: %w", id, err)
+		}
+		var v v1Network
+		if err := hnsV1("GET", "/networks/"+networkID, "", &v); err != nil {
+			return struct{}{}, err
+		}
+		return struct{}{}, checkEnabled(v, id)
+	})
+	return err
+}
+
+var procHNSCall = windows.NewLazySystemDLL("vmcompute.dll").NewProc("HNSCall")
+
+// hnsV1 makes one HNS v1 call (vmcompute.dll HNSCall) and decodes its answer into out.
+func hnsV1(method, path, body string, out any) error {
+	if err := procHNSCall.Find(); err != nil {
+		return fmt.Errorf("HNS v1: %w", err)
+	}
+	m, err := windows.UTF16PtrFromString(method)
 	if err != nil {
 		return err
 	}
-	_, err = call(ctx, func() (struct{}, error) {
-		n, err := hcn.GetNetworkByID(networkID)
-		if err != nil {
-			return struct{}{}, wrapNotFound(err)
-		}
-		return struct{}{}, n.AddPolicy(hcn.PolicyNetworkRequest{Policies: []hcn.NetworkPolicy{{Type: hcn.VSwitchExtension, Settings: setting}}})
-	})
-	return err
+	p, err := windows.UTF16PtrFromString(path)
+	if err != nil {
+		return err
+	}
+	b, err := windows.UTF16PtrFromString(body)
+	if err != nil {
+		return err
+	}
+	var answer *uint16
+	r, _, _ := procHNSCall.Call(uintptr(unsafe.Pointer(m)), uintptr(unsafe.Pointer(p)), uintptr(unsafe.Pointer(b)), uintptr(unsafe.Pointer(&answer)))
+	var text string
+	if answer != nil {
+		text = windows.UTF16PtrToString(answer)
+		windows.CoTaskMemFree(unsafe.Pointer(answer))
+	}
+	if int32(r) < 0 {
+		return fmt.Errorf("HNS v1 %s %s: HRESULT 0x%08X", method, path, uint32(r))
+	}
+	return decodeV1([]byte(text), out)
 }
 
 func (hcnHNS) DeleteNetwork(ctx context.Context, id string) error {
@@ -170,10 +209,18 @@ func fromHCNEndpoint(e *hcn.HostComputeEndpoint) Endpoint {
 		}
 	}
 	for _, r := range e.Routes {
+		hop, err := netip.ParseAddr(r.NextHop)
+		if err != nil {
+			continue
+		}
 		if r.DestinationPrefix == "0.0.0.0/0" || r.DestinationPrefix == "::/0" {
-			if a, err := netip.ParseAddr(r.NextHop); err == nil && !out.Gateway.IsValid() {
-				out.Gateway = a
+			if !out.Gateway.IsValid() {
+				out.Gateway = hop
 			}
+			continue
+		}
+		if dst, err := netip.ParsePrefix(r.DestinationPrefix); err == nil {
+			out.Routes = append(out.Routes, Route{Dst: dst, NextHop: hop})
 		}
 	}
 	for _, s := range e.Dns.ServerList {
@@ -202,6 +249,9 @@ func (hcnHNS) CreateEndpoint(ctx context.Context, e Endpoint) (Endpoint, error) 
 			dst = "::/0"
 		}
 		req.Routes = []hcn.Route{{NextHop: e.Gateway.String(), DestinationPrefix: dst}}
+	}
+	for _, r := range e.Routes {
+		req.Routes = append(req.Routes, hcn.Route{NextHop: r.NextHop.String(), DestinationPrefix: r.Dst.String()})
 	}
 	out, err := call(ctx, req.Create)
 	if err != nil {

@@ -39,11 +39,13 @@ const OVSExtensionID = "583CC151-73EC-4A6A-8B47-578297AD7623"
 
 // Network is an HNS network.
 type Network struct {
-	ID      string
-	Name    string
-	Type    string
-	Adapter string // the physical adapter its vSwitch is bound to
-	// Extensions are the vSwitch extensions HNS reports enabled (IDs, upper case).
+	ID   string
+	Name string
+	Type string
+	// Adapter is the physical adapter its vSwitch is bound to, and Extensions the vSwitch
+	// extensions enabled on that switch (IDs, upper case), both as HNS's v1 API reports
+	// them (NetworkAdapterName, Extensions[].IsEnabled).
+	Adapter    string
 	Extensions []string
 	// Subnets are its static IPAM subnets: HNS gives an endpoint a static address only
 	// within one of them.
@@ -71,7 +73,9 @@ type Endpoint struct {
 	MAC       net.HardwareAddr
 	IPs       []netip.Prefix
 	Gateway   netip.Addr
-	DNS       DNS
+	// Routes are the pod's routes besides the default one (the master's pod annotation).
+	Routes []Route
+	DNS    DNS
 	// Namespace is the HCN namespace (GUID) the endpoint is attached to; NoNamespace, as
 	// HNS reports it, or "" when none (see Attached).
 	Namespace string
@@ -95,8 +99,10 @@ type Networks interface {
 	// configuration to the host vNIC "vEthernet (<adapter>)", some time later (or, on some
 	// builds, not at all).
 	CreateTransparentNetwork(ctx context.Context, name, adapter string, subnets []Subnet) (Network, error)
-	// EnableExtension enables the vSwitch extension id on the network's vSwitch.
-	// Idempotent.
+	// EnableExtension enables the vSwitch extension id on the network's vSwitch and checks
+	// that the network reports it enabled. Idempotent. ErrNotFound if the network is gone
+	// or the extension is not installed on the host; an error if it stays disabled
+	// (Hyper-V runs one forwarding extension per switch, and OVS runs on one switch).
 	EnableExtension(ctx context.Context, networkID, id string) error
 	// DeleteNetwork deletes the network; ErrInUse while it has endpoints, nil if gone.
 	DeleteNetwork(ctx context.Context, id string) error

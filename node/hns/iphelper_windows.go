@@ -100,7 +100,9 @@ func addrOf(sa windows.SocketAddress) netip.Addr {
 
 // adapter finds the adapter whose alias is name in the agent's compartment (the host's).
 func adapter(name string) (*windows.IpAdapterAddresses, error) {
-	return findAdapter(name, windows.GAA_FLAG_INCLUDE_GATEWAYS)
+	// GAA_FLAG_INCLUDE_ALL_INTERFACES: an adapter without IPv4 or IPv6 bound (a physical
+	// adapter a vSwitch has taken) is otherwise left out of the list.
+	return findAdapter(name, windows.GAA_FLAG_INCLUDE_GATEWAYS|windows.GAA_FLAG_INCLUDE_ALL_INTERFACES)
 }
 
 func (ipHelper) PodVNIC(_ context.Context, name string) (VNIC, error) {
@@ -322,14 +324,46 @@ func setMTU(luid uint64, mtu int) error {
 	return winErr(callProc(procSetIPInterfaceEntry, uintptr(unsafe.Pointer(&row))))
 }
 
-// setDNS writes the interface's static DNS servers (IPv4; Windows keeps IPv6 ones under
-// Tcpip6) where the DNS client reads them.
+// dnsInterfaceSettings is DNS_INTERFACE_SETTINGS (netioapi.h), version 1.
+type dnsInterfaceSettings struct {
+	Version             uint32
+	Flags               uint64
+	Domain              *uint16
+	NameServer          *uint16
+	SearchList          *uint16
+	RegistrationEnabled uint32
+	RegisterAdapterName uint32
+	EnableLLMNR         uint32
+	QueryAdapterName    uint32
+	ProfileNameServer   *uint16
+}
+
+var procSetInterfaceDNSSettings = iphlpapi.NewProc("SetInterfaceDnsSettings")
+
+// setDNS sets the interface's static IPv4 DNS servers. SetInterfaceDnsSettings (build
+// 19041 and later: Windows Server 2022) writes them and tells the DNS client at once;
+// before it, they go where Windows keeps them (the Tcpip interface key's NameServer),
+// which the DNS client reads at its next adapter change, not now.
 func setDNS(guid string, servers []netip.Addr) error {
 	var v4 []string
 	for _, s := range servers {
 		if s.Is4() {
 			v4 = append(v4, s.String())
 		}
+	}
+	if procSetInterfaceDNSSettings.Find() == nil {
+		id, err := windows.GUIDFromString(guid)
+		if err != nil {
+			return err
+		}
+		list, err := windows.UTF16PtrFromString(strings.Join(v4, ","))
+		if err != nil {
+			return err
+		}
+		settings := dnsInterfaceSettings{Version: 1, Flags: 0x2 /* DNS_SETTING_NAMESERVER */, NameServer: list}
+		// The GUID is passed by value; the x64 calling convention passes a 16-byte
+		// structure as a pointer to it.
+		return winErr(callProc(procSetInterfaceDNSSettings, uintptr(unsafe.Pointer(&id)), uintptr(unsafe.Pointer(&settings))))
 	}
 	k, err := registry.OpenKey(registry.LOCAL_MACHINE, `SYSTEM\CurrentControlSet\Services\Tcpip\Parameters\Interfaces\`+guid, registry.QUERY_VALUE|registry.SET_VALUE)
 	if err != nil {

@@ -9,7 +9,9 @@ import (
 // Preflight checks that the host can run a Transparent network with the OVS extension on
 // adapter, and returns every failed check as an error saying what to do, joined. warnings
 // are what cannot be checked from inside the node but breaks pods if wrong (MAC spoofing).
-func Preflight(ctx context.Context, sys System, ip IPHelper, adapter string) (warnings []string, err error) {
+// bound says the network exists on adapter already: the vSwitch has unbound IP from the
+// adapter, which IP Helper then no longer lists, so it is not looked up.
+func Preflight(ctx context.Context, sys System, ip IPHelper, adapter string, bound bool) (warnings []string, err error) {
 	f, err := sys.Features(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("preflight: reading the host's features: %w", err)
@@ -26,6 +28,8 @@ func Preflight(ctx context.Context, sys System, ip IPHelper, adapter string) (wa
 	}
 	if adapter == "" {
 		errs = append(errs, errors.New("no uplink adapter configured: pass --uplink-interface with the physical adapter's name (Get-NetAdapter -Physical)"))
+	} else if bound {
+		// The HNS network on it is the proof it exists and is physical.
 	} else if a, err := ip.Interface(ctx, adapter); errors.Is(err, ErrNotFound) {
 		errs = append(errs, fmt.Errorf("adapter %q does not exist: pass --uplink-interface with a name from Get-NetAdapter -Physical", adapter))
 	} else if err != nil {

@@ -64,6 +64,16 @@ type LateBinder interface {
 // and once the extension is enabled again OVS gives every internal port whose Hyper-V port
 // is gone a stray host vNIC of that name. The agent removes such ports at start, before
 // the uplink.
+// InterfaceFirst is implemented by hosts where removing a pod's switch port also removes
+// the vSwitch port under its interface (Windows: OVS deletes the Hyper-V port of an
+// internal interface it removes, the HNS endpoint's included, and HNS is left with an
+// endpoint whose port is gone). DEL removes the interface first there, and keeps the
+// switch port while the interface's removal has not finished (an HNS deletion that hung).
+type InterfaceFirst interface {
+	Volatile
+	interfaceFirst()
+}
+
 type Volatile interface {
 	// PodInterfaceExists reports whether the pod interface whose host side is called
 	// name (see HostIfName) exists; an error when that is not known.

@@ -95,12 +95,18 @@ func NewTransparent(h hns.HNS, ip hns.IPHelper, sys hns.System, cfg TransparentC
 const windowsPortType = "internal"
 
 var (
-	_ LateBinder = (*Transparent)(nil)
-	_ Volatile   = (*Transparent)(nil)
+	_ LateBinder     = (*Transparent)(nil)
+	_ Volatile       = (*Transparent)(nil)
+	_ InterfaceFirst = (*Transparent)(nil)
 )
 
-// PodInterfaceExists reports whether the endpoint called name exists in HNS.
+func (t *Transparent) interfaceFirst() {}
+
+// PodInterfaceExists reports whether the endpoint called name exists in HNS; an HNS that
+// does not answer within DeleteTimeout is an error (the answer is unknown).
 func (t *Transparent) PodInterfaceExists(ctx context.Context, name string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, t.cfg.DeleteTimeout)
+	defer cancel()
 	_, err := t.hns.Endpoint(ctx, name)
 	switch {
 	case err == nil:
@@ -122,7 +128,13 @@ func (t *Transparent) SetupUplink(ctx context.Context, u Uplink) (NodeAddress, e
 	if !u.PodSubnet.IsValid() {
 		return NodeAddress{}, errors.New("the Transparent network needs the node's pod subnet")
 	}
-	warnings, err := hns.Preflight(ctx, t.sys, t.ip, u.Iface)
+	// Once the network exists, the adapter is the vSwitch's: IP Helper no longer lists it
+	// (the vSwitch unbinds IP from it), so it is never needed again.
+	// An HNS that does not answer (the Containers feature missing?) is for the preflight
+	// checks to explain; ensureNetwork reports its error otherwise.
+	existing, err := t.hns.Network(ctx, t.cfg.Network)
+	bound := err == nil && existing.Type == hns.TypeTransparent && existing.Adapter == u.Iface
+	warnings, err := hns.Preflight(ctx, t.sys, t.ip, u.Iface, bound)
 	for _, w := range warnings {
 		t.cfg.Log.Info("preflight warning", "warning", w)
 	}
@@ -142,23 +154,22 @@ func (t *Transparent) SetupUplink(ctx context.Context, u Uplink) (NodeAddress, e
 	t.network = n
 	t.mu.Unlock()
 
-	adapter, err := t.ip.Interface(ctx, u.Iface)
+	// The bound adapter is not visible to IP Helper now; the host vNIC carries its MAC
+	// (a Transparent network's host vNIC takes the adapter's), which is all the bridge
+	// needs of it.
+	vnicName, hostPort := hns.HostVNIC(u.Iface), ""
+	vnic, err := t.ip.Interface(ctx, vnicName)
 	if err != nil {
-		return NodeAddress{}, fmt.Errorf("adapter %q: %w", u.Iface, err)
+		return NodeAddress{}, fmt.Errorf("host vNIC: %w", err)
 	}
-	if err := u.Attach(ctx, adapter.MAC); err != nil {
+	if err := u.Attach(ctx, vnic.MAC); err != nil {
 		return NodeAddress{}, fmt.Errorf("adding adapter %q to %s: %w", u.Iface, u.Bridge, err)
 	}
-	vnicName, hostPort := hns.HostVNIC(u.Iface), ""
 	if u.AttachHostPort != nil {
 		if err := u.AttachHostPort(ctx, vnicName); err != nil {
 			return NodeAddress{}, fmt.Errorf("adding %q to %s: %w", vnicName, u.Bridge, err)
 		}
 		hostPort = vnicName
-	}
-	vnic, err := t.ip.Interface(ctx, vnicName)
-	if err != nil {
-		return NodeAddress{}, fmt.Errorf("host vNIC: %w", err)
 	}
 	ip, ok := pickAddr(vnic.Addrs, u.PreferIP)
 	if !ok {
@@ -224,12 +235,11 @@ func (t *Transparent) ensureNetwork(ctx context.Context, adapter string, subnets
 		t.forgetSaved(adapter)
 		return n, nil
 	}
-	if err := t.waitVNIC(ctx, vnicName, saved.Addrs); err == nil {
-		t.forgetSaved(adapter)
-		return n, nil
-	}
 	// Some builds never move the configuration, or move only the address: put back what
-	// the adapter had (address, gateway, DNS, routes) on the vNIC.
+	// of it (address, gateway, DNS, routes) the vNIC lacks.
+	if err := t.waitVNIC(ctx, vnicName, saved.Addrs); err != nil {
+		t.cfg.Log.Info("HNS did not move the host's addresses in time", "vnic", vnicName, "error", err.Error())
+	}
 	if err := t.restore(ctx, vnicName, saved); err != nil {
 		return hns.Network{}, err
 	}
@@ -237,10 +247,38 @@ func (t *Transparent) ensureNetwork(ctx context.Context, adapter string, subnets
 	return n, nil
 }
 
+// restore adds to the vNIC what of the adapter's saved configuration it lacks: addresses,
+// the default gateway and DNS servers if it has none, routes. It removes nothing, so an
+// address HNS or DHCP gave the vNIC meanwhile stays. An address restored here is static:
+// a host whose address came from DHCP keeps it as static until the lease is reconfigured
+// (docs/windows.md says to reserve it).
 func (t *Transparent) restore(ctx context.Context, vnic string, saved hns.IPConfig) error {
-	t.cfg.Log.Info("HNS did not move the host's IP configuration in time; restoring it", "vnic", vnic, "addrs", saved.Addrs)
-	saved.MTU = 0
-	if err := t.ip.Configure(ctx, vnic, saved); err != nil {
+	have, err := t.ip.Interface(ctx, vnic)
+	if err != nil {
+		return fmt.Errorf("restoring the IP configuration on %q: %w", vnic, err)
+	}
+	want := hns.IPConfig{Addrs: slices.Clone(have.Addrs), Gateway: have.Gateway, DNS: slices.Clone(have.DNS), Routes: slices.Clone(have.Routes)}
+	for _, a := range saved.Addrs {
+		if !slices.Contains(want.Addrs, a) {
+			want.Addrs = append(want.Addrs, a)
+		}
+	}
+	if !want.Gateway.IsValid() {
+		want.Gateway = saved.Gateway
+	}
+	if len(want.DNS) == 0 {
+		want.DNS = slices.Clone(saved.DNS)
+	}
+	for _, r := range saved.Routes {
+		if !slices.Contains(want.Routes, r) {
+			want.Routes = append(want.Routes, r)
+		}
+	}
+	if len(want.Addrs) == len(have.Addrs) && want.Gateway == have.Gateway && len(want.DNS) == len(have.DNS) && len(want.Routes) == len(have.Routes) {
+		return nil
+	}
+	t.cfg.Log.Info("restoring the host's IP configuration HNS did not move", "vnic", vnic, "have", have.IPConfig, "restored", want)
+	if err := t.ip.Configure(ctx, vnic, want); err != nil {
 		return fmt.Errorf("restoring the IP configuration on %q: %w", vnic, err)
 	}
 	return nil
@@ -369,6 +407,9 @@ func (t *Transparent) podEndpoint(n hns.Network, p PodInterface) hns.Endpoint {
 	if len(p.Gateways) > 0 {
 		e.Gateway = p.Gateways[0]
 	}
+	for _, r := range p.Routes {
+		e.Routes = append(e.Routes, hns.Route{Dst: r.Dest, NextHop: r.NextHop})
+	}
 	return e
 }
 
@@ -381,6 +422,8 @@ func endpointDiff(have, want hns.Endpoint) string {
 		return fmt.Sprintf("MAC %s, want %s", have.MAC, want.MAC)
 	case !slices.Equal(have.IPs, want.IPs):
 		return fmt.Sprintf("addresses %v, want %v", have.IPs, want.IPs)
+	case !slices.Equal(have.Routes, want.Routes):
+		return fmt.Sprintf("routes %v, want %v", have.Routes, want.Routes)
 	}
 	return ""
 }
@@ -478,8 +521,9 @@ func (t *Transparent) CheckPodInterface(ctx context.Context, p PodInterface) err
 }
 
 // DeletePodInterface detaches and deletes the pod's endpoint; nil if it is gone. A
-// deletion HNS does not finish within DeleteTimeout is logged and left to CNI GC
-// (CollectPodInterfaces), so one hung endpoint does not block the runtime's sandbox removal.
+// deletion HNS does not finish within DeleteTimeout is logged and left to the agent's leak
+// collector or CNI GC (CollectPodInterfaces), so one hung endpoint does not block the
+// runtime's sandbox removal.
 func (t *Transparent) DeletePodInterface(ctx context.Context, ref PodRef) error {
 	lctx, cancel := context.WithTimeout(ctx, t.cfg.DeleteTimeout)
 	ep, err := t.hns.Endpoint(lctx, ref.HostIfName)
@@ -488,7 +532,7 @@ func (t *Transparent) DeletePodInterface(ctx context.Context, ref PodRef) error 
 	case errors.Is(err, hns.ErrNotFound):
 		return nil
 	case err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
-		t.cfg.Log.Info("HNS did not answer in time; CNI GC will retry", "endpoint", ref.HostIfName, "timeout", t.cfg.DeleteTimeout)
+		t.cfg.Log.Info("HNS did not answer in time; the agent's collector will retry", "endpoint", ref.HostIfName, "timeout", t.cfg.DeleteTimeout)
 		return nil
 	case err != nil:
 		return fmt.Errorf("HNS endpoint %s: %w", ref.HostIfName, err)
@@ -514,7 +558,7 @@ func (t *Transparent) deleteEndpoint(ctx context.Context, ep hns.Endpoint) error
 		return nil
 	}()
 	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-		t.cfg.Log.Info("HNS did not finish deleting an endpoint in time; CNI GC will retry", "endpoint", ep.Name, "timeout", t.cfg.DeleteTimeout)
+		t.cfg.Log.Info("HNS did not finish deleting an endpoint in time; the agent's collector will retry", "endpoint", ep.Name, "timeout", t.cfg.DeleteTimeout)
 		return nil
 	}
 	return err
@@ -571,11 +615,16 @@ func (t *Transparent) SetupManagementPort(ctx context.Context, m ManagementPort)
 	switch {
 	case err == nil && endpointDiff(ep, want) != "":
 		t.cfg.Log.Info("replacing the management endpoint", "endpoint", ep.Name, "change", endpointDiff(ep, want))
-		if err := m.RemovePort(ctx); err != nil {
-			return fmt.Errorf("removing the management port from the switch: %w", err)
-		}
+		// The endpoint goes first: OVS removing its internal port would delete the
+		// endpoint's Hyper-V port from under HNS.
 		if err := t.deleteEndpoint(ctx, ep); err != nil {
 			return err
+		}
+		if _, err := t.hns.Endpoint(ctx, m.IfName); err == nil {
+			return fmt.Errorf("the old management endpoint %s is not deleted yet (HNS did not finish); retrying later", m.IfName)
+		}
+		if err := m.RemovePort(ctx); err != nil {
+			return fmt.Errorf("removing the management port from the switch: %w", err)
 		}
 		fallthrough
 	case errors.Is(err, hns.ErrNotFound):

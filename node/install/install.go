@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"time"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/cni"
 )
@@ -23,17 +25,24 @@ func Plugin(src, binDir, confDir, socket string) error {
 		return fmt.Errorf("CNI plugin binary: %w", err)
 	}
 	dst := filepath.Join(binDir, cni.PluginType+exeSuffix)
-	if err := writeAtomic(dst, bin, 0o755); err != nil {
+	if err := writeAtomic(dst, bin, 0o755, imageLocked); err != nil {
 		return err
 	}
 	conf, err := cni.ConfList(socket)
 	if err != nil {
 		return err
 	}
-	return writeAtomic(filepath.Join(confDir, cni.ConfListName), conf, 0o644)
+	return writeAtomic(filepath.Join(confDir, cni.ConfListName), conf, 0o644, false)
 }
 
-func writeAtomic(path string, data []byte, mode os.FileMode) error {
+// writeAtomic writes data to path through a temporary file renamed into place. aside is
+// for a running executable on Windows, which cannot be replaced by a rename but can be
+// renamed itself: the old file is moved aside first, and earlier installs' aside files are
+// removed (those still running stay until a later install).
+func writeAtomic(path string, data []byte, mode os.FileMode, aside bool) error {
+	if aside {
+		defer removeAside(path)
+	}
 	if cur, err := os.ReadFile(path); err == nil && bytes.Equal(cur, data) {
 		return nil
 	}
@@ -63,8 +72,29 @@ func writeAtomic(path string, data []byte, mode os.FileMode) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
+	var old string
+	if _, err := os.Stat(path); err == nil && aside {
+		old = path + asideSuffix + strconv.FormatInt(time.Now().UnixNano(), 36)
+		if err := os.Rename(path, old); err != nil {
+			return fmt.Errorf("moving %s aside: %w", path, err)
+		}
+	}
 	if err := os.Rename(f.Name(), path); err != nil {
+		if old != "" {
+			_ = os.Rename(old, path)
+		}
 		return fmt.Errorf("installing %s: %w", path, err)
 	}
 	return nil
+}
+
+const asideSuffix = ".old-"
+
+// removeAside removes the files earlier installs moved aside from path; one a process still
+// runs cannot be removed on Windows and is left for the next install.
+func removeAside(path string) {
+	olds, _ := filepath.Glob(path + asideSuffix + "*")
+	for _, o := range olds {
+		_ = os.Remove(o)
+	}
 }

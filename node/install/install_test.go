@@ -56,3 +56,32 @@ func TestPluginInstallsBinaryAndConfList(t *testing.T) {
 		t.Errorf("conf dir holds %d files, want 1 (no temporary left)", len(entries))
 	}
 }
+
+// Review L3: on Windows the plugin's file cannot be replaced while containerd runs it, but
+// can be renamed: the install moves the old binary aside and removes what earlier installs
+// moved aside. (Linux replaces a running file anyway, so this proves the steps, not the
+// Windows refusal.)
+func TestWriteAsideReplacesAndCleansUp(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ovnt-cni.exe")
+	if err := os.WriteFile(path, []byte("old"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	leftover := path + asideSuffix + "earlier"
+	if err := os.WriteFile(leftover, []byte("older"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeAtomic(path, []byte("new"), 0o755, true); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "new" {
+		t.Errorf("installed %q, want new", b)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Errorf("directory holds %v, want only the binary", names)
+	}
+}

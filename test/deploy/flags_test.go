@@ -7,6 +7,7 @@ import (
 	"net"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -66,6 +67,15 @@ func TestManifestsFlags(t *testing.T) {
 				args = append(args, "--"+flag+"="+value)
 				if flag == "health-address" {
 					health = value
+				}
+			}
+			// What a Windows agent cannot start or work without (review C4): its adapter,
+			// the host OVS's loopback listener and its run directory.
+			if o.GetName() == "ovnt-node-windows" {
+				for _, f := range []string{"--uplink-interface=Ethernet0", "--ovs-address=tcp:127.0.0.1:6640", `--ovs-rundir=C:\ProgramData\openvswitch`} {
+					if !slices.Contains(args, f) {
+						t.Errorf("the Windows DaemonSet does not give %s (flags %v)", f, args)
+					}
 				}
 			}
 			// --help after the flags: they are parsed (and refused if unknown or of the wrong

@@ -55,6 +55,13 @@ import (
 //   - a reboot (Reboot) keeps nothing of HNS: networks, endpoints and pods' namespaces are
 //     gone, the adapter has its IP configuration back and ovs-vswitchd starts afresh (its
 //     database, with every port in it, stays);
+//   - the physical adapter a network's vSwitch is bound to loses its IP bindings and
+//     leaves IP Helper's view (GetAdaptersAddresses lists only adapters with IPv4 or IPv6
+//     enabled): Interface and Configure do not find it while the network exists;
+//   - enabling the OVS extension (HNS v1's Extensions, Enable-VMSwitchExtension) needs its
+//     driver installed, and fails while it is enabled on another network's switch (OVS
+//     runs on one vSwitch); a network reports its adapter and enabled extensions as v1
+//     does, and a reboot disables the extension with the network gone;
 //   - "mtu_request" and "mac" of an OVS interface do nothing (netdev-windows has no
 //     set_mtu or set_etheraddr): a pod vNIC comes up with MTU 1500 and keeps it until
 //     SetMTU.
@@ -65,6 +72,9 @@ type Model struct {
 	// appears on the host vNIC; IPMoveLost: it never does.
 	IPMoveDelay time.Duration
 	IPMoveLost  bool
+	// IPMoveAddrsOnly: the move carries the addresses only, not the gateway, DNS servers
+	// or routes (what some builds do).
+	IPMoveAddrsOnly bool
 
 	mu         sync.Mutex
 	seq        int
@@ -431,6 +441,9 @@ func (m *Model) applyMoves(now time.Time) {
 		if to := m.ifaces[mv.to]; to != nil {
 			mtu := to.MTU
 			to.IPConfig = cloneConfig(mv.cfg)
+			if m.IPMoveAddrsOnly {
+				to.IPConfig = hns.IPConfig{Addrs: to.Addrs}
+			}
 			to.MTU = mtu
 		}
 	}
@@ -547,6 +560,19 @@ func (m *Model) EnableExtension(ctx context.Context, networkID, id string) error
 	if n == nil {
 		return fmt.Errorf("network %s: %w", networkID, hns.ErrNotFound)
 	}
+	id = strings.ToUpper(id)
+	if id == hns.OVSExtensionID {
+		// Enable-VMSwitchExtension semantics: the extension must be installed (the
+		// signed driver), and Open vSwitch runs on one switch of the host only.
+		if !m.features.OVSExtension {
+			return fmt.Errorf("network %q: extension %s is not installed: %w", n.Name, id, hns.ErrNotFound)
+		}
+		for _, o := range m.networks {
+			if o != n && slices.Contains(o.Extensions, id) {
+				return fmt.Errorf("network %q: extension %s stays disabled: it is enabled on the switch of network %q", n.Name, id, o.Name)
+			}
+		}
+	}
 	// The extension restarts the vSwitch's data path: a pending move is lost.
 	keep := m.moves[:0]
 	for _, mv := range m.moves {
@@ -555,7 +581,6 @@ func (m *Model) EnableExtension(ctx context.Context, networkID, id string) error
 		}
 	}
 	m.moves = keep
-	id = strings.ToUpper(id)
 	if !slices.Contains(n.Extensions, id) {
 		n.Extensions = append(n.Extensions, id)
 	}
@@ -742,10 +767,21 @@ func (m *Model) Interface(ctx context.Context, name string) (hns.Interface, erro
 	}
 	defer m.mu.Unlock()
 	i := m.ifaces[name]
-	if i == nil || m.podIfaces[name] { // the agent's compartment is the host's
+	if i == nil || m.podIfaces[name] || m.boundAdapter(name) { // the agent's compartment is the host's
 		return hns.Interface{}, fmt.Errorf("interface %q: %w", name, hns.ErrNotFound)
 	}
 	return cloneInterface(*i), nil
+}
+
+// boundAdapter reports whether name is the physical adapter of a network: the vSwitch
+// unbinds IPv4 and IPv6 from it, and IP Helper no longer lists it.
+func (m *Model) boundAdapter(name string) bool {
+	for _, n := range m.networks {
+		if n.Adapter == name {
+			return true
+		}
+	}
+	return false
 }
 
 func (m *Model) PodVNIC(ctx context.Context, name string) (hns.VNIC, error) {
@@ -766,7 +802,7 @@ func (m *Model) Configure(ctx context.Context, name string, c hns.IPConfig) erro
 	}
 	defer m.mu.Unlock()
 	i := m.ifaces[name]
-	if i == nil {
+	if i == nil || m.boundAdapter(name) {
 		return fmt.Errorf("interface %q: %w", name, hns.ErrNotFound)
 	}
 	mtu := i.MTU
@@ -812,6 +848,7 @@ func cloneNetwork(n hns.Network) hns.Network {
 func cloneEndpoint(e hns.Endpoint) hns.Endpoint {
 	e.MAC = slices.Clone(e.MAC)
 	e.IPs = slices.Clone(e.IPs)
+	e.Routes = slices.Clone(e.Routes)
 	e.DNS.Servers = slices.Clone(e.DNS.Servers)
 	e.DNS.Search = slices.Clone(e.DNS.Search)
 	return e

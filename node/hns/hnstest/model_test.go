@@ -218,11 +218,11 @@ func TestFaults(t *testing.T) {
 func TestPreflight(t *testing.T) {
 	ctx := context.Background()
 	m := newHost(t)
-	if w, err := hns.Preflight(ctx, m, m, "Ethernet0"); err != nil || len(w) != 0 {
+	if w, err := hns.Preflight(ctx, m, m, "Ethernet0", false); err != nil || len(w) != 0 {
 		t.Fatalf("healthy host: %v %v", w, err)
 	}
 	m.SetFeatures(hns.Features{VirtualMachine: true})
-	w, err := hns.Preflight(ctx, m, m, "vEthernet (nat)")
+	w, err := hns.Preflight(ctx, m, m, "vEthernet (nat)", false)
 	if err == nil {
 		t.Fatal("preflight passed without features on a virtual adapter")
 	}
@@ -431,5 +431,75 @@ func TestOVSBeforeExtension(t *testing.T) {
 	m.SyncOVS(map[string]string{"br-int": "internal", "br-phy": "internal"})
 	if _, ok := m.OVSBinding("br-int"); !ok {
 		t.Error("br-int is not bound after ovs-vswitchd restarted")
+	}
+}
+
+// The vSwitch unbinds IP from the adapter it takes: IP Helper no longer lists it while the
+// network exists (review C3), and lists it again once the network is gone or after a
+// reboot (which removes the network).
+func TestBoundAdapterLeavesIPHelper(t *testing.T) {
+	ctx := context.Background()
+	m := newHost(t)
+	n, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Interface(ctx, "Ethernet0"); !errors.Is(err, hns.ErrNotFound) {
+		t.Fatalf("bound adapter: %v, want hns.ErrNotFound", err)
+	}
+	if err := m.Configure(ctx, "Ethernet0", hostCfg); !errors.Is(err, hns.ErrNotFound) {
+		t.Fatalf("configuring the bound adapter: %v, want hns.ErrNotFound", err)
+	}
+	if _, err := m.Interface(ctx, "vEthernet (Ethernet0)"); err != nil {
+		t.Fatalf("host vNIC: %v", err)
+	}
+	if err := m.DeleteNetwork(ctx, n.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Interface(ctx, "Ethernet0"); err != nil {
+		t.Fatalf("adapter after the network's deletion: %v", err)
+	}
+	if _, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0", nil); err != nil {
+		t.Fatal(err)
+	}
+	m.Reboot()
+	if _, err := m.Interface(ctx, "Ethernet0"); err != nil {
+		t.Fatalf("adapter after a reboot: %v", err)
+	}
+}
+
+// Enabling the OVS extension has Enable-VMSwitchExtension's semantics (review H4): the
+// driver must be installed, OVS runs on one switch, and enabling it again changes nothing.
+func TestEnableExtensionSemantics(t *testing.T) {
+	ctx := context.Background()
+	m := newHost(t)
+	m.AddAdapter("Ethernet1", adapterMAC, true, hns.IPConfig{})
+	a, err := m.CreateTransparentNetwork(ctx, "a", "Ethernet0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := m.CreateTransparentNetwork(ctx, "b", "Ethernet1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.SetFeatures(hns.Features{HyperV: true, Containers: true})
+	if err := m.EnableExtension(ctx, a.ID, hns.OVSExtensionID); !errors.Is(err, hns.ErrNotFound) {
+		t.Fatalf("enabling an extension that is not installed: %v, want hns.ErrNotFound", err)
+	}
+	m.SetFeatures(hns.Features{HyperV: true, Containers: true, OVSExtension: true})
+	for range 2 {
+		if err := m.EnableExtension(ctx, a.ID, strings.ToLower(hns.OVSExtensionID)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.EnableExtension(ctx, b.ID, hns.OVSExtensionID); err == nil || !strings.Contains(err.Error(), `network "a"`) {
+		t.Fatalf("enabling OVS on a second switch: %v, want a refusal naming the first", err)
+	}
+	n, _ := m.Network(ctx, "a")
+	if !slices.Equal(n.Extensions, []string{hns.OVSExtensionID}) || n.Adapter != "Ethernet0" {
+		t.Fatalf("network read back %+v", n)
+	}
+	if n, _ := m.Network(ctx, "b"); len(n.Extensions) != 0 {
+		t.Fatalf("second network's extensions %v", n.Extensions)
 	}
 }
