@@ -95,6 +95,8 @@ func runMaster(ctx context.Context, cfg Config, log logr.Logger) error {
 
 		ServiceCIDRs:       cfg.ServiceCIDRs,
 		AllowedExternalIPs: cfg.AllowedExternalIPs,
+		ServiceLimits:      cfg.ServiceLimits,
+		MaxServiceVIPs:     cfg.MaxServiceVIPs,
 		ControlPlane:       netpol.ControlPlane{Addresses: cfg.ControlPlaneAddresses, Ports: cfg.ControlPlanePorts},
 	}, kube, nbc, recorder, log)
 	if err != nil {

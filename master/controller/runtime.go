@@ -37,6 +37,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/reconcile"
+	"github.com/ovn-transparent/ovn-transparent/internal/svcmodel"
 	"github.com/ovn-transparent/ovn-transparent/master/ipam"
 	"github.com/ovn-transparent/ovn-transparent/master/nb"
 	"github.com/ovn-transparent/ovn-transparent/master/netpol"
@@ -58,6 +59,12 @@ type Config struct {
 	// ControlPlane is where OVN central listens: pods may not connect there unless a
 	// NetworkPolicy allows it (netpol.ClusterRows). No address: no rule.
 	ControlPlane netpol.ControlPlane
+	// ServiceLimits refuse Services with too many frontends, per Service and per namespace
+	// (what the node agents are given); MaxServiceVIPs refuses a Service whose load
+	// balancers would carry more VIPs in all (its frontends times the nodes, with a traffic
+	// policy Local). Zero values: no limit.
+	ServiceLimits  svcmodel.Limits
+	MaxServiceVIPs int
 	// ResyncPeriod is how often every key is synced again, whatever the events said.
 	// Zero disables the periodic resync.
 	ResyncPeriod time.Duration
