@@ -248,12 +248,16 @@ func Translate(in Input) (Output, error) {
 	p := in.Policy
 	t := &translator{in: in, key: PolicyName(p), pgName: PortGroupName(PolicyName(p))}
 	t.pg = nb.NewID(nb.NetworkPolicy, t.key, nb.PolicyPods)
+	// A selector that does not parse (a legacy object the API server's ratcheting kept)
+	// selects every pod of the namespace: it fails closed like any other policy that cannot
+	// be expressed, rather than selecting nothing and leaving its pods open (audit L3).
 	sel, selErr := metav1.LabelSelectorAsSelector(&p.Spec.PodSelector)
-	if selErr == nil {
-		for _, pod := range in.Pods {
-			if pod.Namespace == p.Namespace && sel.Matches(labels.Set(pod.Labels)) {
-				t.selected = append(t.selected, pod)
-			}
+	if selErr != nil {
+		sel = labels.Everything()
+	}
+	for _, pod := range in.Pods {
+		if pod.Namespace == p.Namespace && sel.Matches(labels.Set(pod.Labels)) {
+			t.selected = append(t.selected, pod)
 		}
 	}
 	ingress, egress := PolicyTypes(p)

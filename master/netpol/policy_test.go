@@ -230,3 +230,24 @@ func TestIPBlockClusterInternal(t *testing.T) {
 		}
 	}
 }
+
+// L3: a pod selector that does not parse (a legacy object kept by the API server's
+// ratcheting) fails closed: it selects every pod of its namespace, with only the deny ACLs,
+// instead of selecting none and leaving its pods open.
+func TestBadSelectorFailsClosed(t *testing.T) {
+	p := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "legacy"},
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Bogus", Values: []string{"web"}}}},
+			Ingress:     []networkingv1.NetworkPolicyIngressRule{{}},
+		}}
+	other := pod("x", "10.244.1.9", map[string]string{"app": "web"})
+	other.Namespace = "ns2"
+	out, err := Translate(Input{Policy: p, Pods: []Pod{pod("a", "10.244.1.3", nil), pod("b", "10.244.1.4", map[string]string{"app": "db"}), other}})
+	if err == nil {
+		t.Fatal("a bad selector translated")
+	}
+	a := acls(t, out)
+	if ports := out.Rows[0].Model.(*nbdb.PortGroup).Ports; len(ports) != 2 || len(a) != 1 || a["ingress-deny"] == nil {
+		t.Errorf("not failed closed: ports %v, ACLs %v", ports, a)
+	}
+}
