@@ -99,6 +99,7 @@ func runMaster(ctx context.Context, cfg Config, log logr.Logger) error {
 		AllowedExternalIPs: cfg.AllowedExternalIPs,
 		ServiceLimits:      cfg.ServiceLimits,
 		MaxServiceVIPs:     cfg.MaxServiceVIPs,
+		MaxPolicySize:      cfg.MaxPolicySize,
 		NBOverflow:         overflow,
 		ControlPlane:       netpol.ControlPlane{Addresses: cfg.ControlPlaneAddresses, Ports: cfg.ControlPlanePorts},
 	}, kube, nbc, recorder, log)

@@ -65,6 +65,9 @@ type Config struct {
 	// policy Local). Zero values: no limit.
 	ServiceLimits  svcmodel.Limits
 	MaxServiceVIPs int
+	// MaxPolicySize bounds one NetworkPolicy's ACLs and peer address sets; a larger one
+	// fails closed (netpol.Input.MaxSize). Zero: no limit.
+	MaxPolicySize int
 	// NBOverflow receives a value when the NB client dropped cache events (nb.WatchOverflow):
 	// every key is then synced again. Nil: never.
 	NBOverflow <-chan struct{}
