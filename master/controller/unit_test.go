@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr/testr"
 	"github.com/ovn-org/libovsdb/client"
@@ -51,6 +52,9 @@ type unitEnv struct {
 	// events, as ovnt-master's does).
 	ctrl     *Controller
 	masterNB client.Client
+	// nbProbe is the master's NB inactivity probe (ovsdb.Config.InactivityProbe; zero: the
+	// default) from the next startMaster on.
+	nbProbe time.Duration
 	// stop stops the running master and waits for it.
 	stop func()
 }
@@ -82,7 +86,7 @@ func startUnit(t *testing.T, cfg Config, objs ...runtime.Object) *unitEnv {
 func (e *unitEnv) startMaster() {
 	e.t.Helper()
 	ctx, cancel := context.WithCancel(e.ctx)
-	nbCfg := ovsdb.Config{Remotes: e.nbSrv.Remote}
+	nbCfg := ovsdb.Config{Remotes: e.nbSrv.Remote, InactivityProbe: e.nbProbe}
 	cfg := e.cfg
 	cfg.NBOverflow = nb.WatchOverflow(&nbCfg)
 	nbc, err := nb.Connect(e.ctx, nbCfg)
