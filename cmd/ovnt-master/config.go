@@ -11,6 +11,8 @@ import (
 
 	"github.com/ovn-transparent/ovn-transparent/internal/cliapp"
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
+	"github.com/ovn-transparent/ovn-transparent/internal/svcmodel"
+	"github.com/ovn-transparent/ovn-transparent/master/netpol"
 )
 
 // Config is the master's validated configuration.
@@ -32,7 +34,11 @@ type Config struct {
 	// may not reach unless a NetworkPolicy allows it.
 	ControlPlaneAddresses []netip.Prefix
 	ControlPlanePorts     []uint16
-	LeaderElect           bool
+	// ServiceLimits and MaxServiceVIPs refuse Services that are too large (audit M5).
+	ServiceLimits  svcmodel.Limits
+	MaxServiceVIPs int
+	MaxPolicySize  int // ACLs and peer address sets of one NetworkPolicy
+	LeaderElect    bool
 	// LeaderElectNamespace and LeaderElectName name the coordination.k8s.io Lease the
 	// masters compete for.
 	LeaderElectNamespace string
@@ -66,6 +72,10 @@ func flags() []cli.Flag {
 		cliapp.String(contract.FlagJoinSubnet, contract.DefaultJoinSubnet, "subnet linking the cluster router to the gateway routers; must overlap neither the cluster CIDR nor the Service range (what every ovnt-node is given)"),
 		cliapp.String(contract.FlagServiceCIDR, "10.96.0.0/16", "service address ranges, comma separated: no Service may claim an external IP in them (what every ovnt-node is given)"),
 		cliapp.String(contract.FlagAllowedExternalIPCIDRs, "", "ranges Services may claim as externalIPs or LoadBalancer ingress IPs, comma separated; empty allows none. Node addresses and the cluster, service and join ranges are refused even inside them (what every ovnt-node is given)"),
+		cliapp.Int(contract.FlagMaxServiceFrontends, svcmodel.DefaultMaxServiceFrontends, "most frontends (ports times cluster, external and ingress IPs and node port) of one Service; a larger Service is not implemented, with an Event (0: no limit; what every ovnt-node is given)"),
+		cliapp.Int(contract.FlagMaxNamespaceFrontends, svcmodel.DefaultMaxNamespaceFrontends, "most frontends of all the Services of one namespace, oldest first; a Service past it is not implemented, with an Event (0: no limit; what every ovnt-node is given)"),
+		cliapp.Int("max-service-vips", 50000, "most VIPs of one Service's load balancers in all (its frontends times the nodes, with a traffic policy Local); a larger Service is not implemented, with an Event (0: no limit)"),
+		cliapp.Int("max-policy-size", netpol.DefaultMaxSize, "most ACLs plus peer address sets of one NetworkPolicy; a larger policy isolates the pods it selects with no allow rule, with an Event (0: no limit)"),
 		cliapp.String(flagControlPlaneAddresses, "", "OVN central's addresses (IPv4 addresses or CIDRs, comma separated): pods may not open connections to their --control-plane-ports unless a NetworkPolicy allows it; empty: no such rule"),
 		cliapp.String(flagControlPlanePorts, "6641,6642,6643,6644", "TCP ports of --control-plane-addresses closed to pods: OVN Northbound, Southbound and their RAFT ports"),
 		cliapp.Bool("leader-elect", true, "run leader election so that only one of several masters writes"),
@@ -108,6 +118,10 @@ func configFrom(c *cli.Context) (Config, error) {
 		Verbosity:            c.Int("log-level"),
 		GCPercent:            c.Int("gc-percent"),
 		MemoryLimitMiB:       c.Int("memory-limit-mib"),
+		ServiceLimits: svcmodel.Limits{PerService: c.Int(contract.FlagMaxServiceFrontends),
+			PerNamespace: c.Int(contract.FlagMaxNamespaceFrontends)},
+		MaxServiceVIPs: c.Int("max-service-vips"),
+		MaxPolicySize:  c.Int("max-policy-size"),
 	}
 	// The master takes only one cluster CIDR; the Service ranges only to refuse them as
 	// external IPs (Services' addresses come from the API server).
@@ -163,6 +177,9 @@ func (c Config) validate() error {
 	}
 	if c.SyncTimeout <= 0 || c.NBInactivityProbe <= 0 {
 		return fmt.Errorf("--sync-timeout and --nb-inactivity-probe must be positive")
+	}
+	if c.ServiceLimits.PerService < 0 || c.ServiceLimits.PerNamespace < 0 || c.MaxServiceVIPs < 0 || c.MaxPolicySize < 0 {
+		return fmt.Errorf("--%s, --%s, --max-service-vips and --max-policy-size must not be negative", contract.FlagMaxServiceFrontends, contract.FlagMaxNamespaceFrontends)
 	}
 	if c.ClusterCIDR.Overlaps(c.JoinSubnet) {
 		return fmt.Errorf("--%s %s overlaps --join-subnet %s", contract.FlagClusterCIDR, c.ClusterCIDR, c.JoinSubnet)

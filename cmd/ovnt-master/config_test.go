@@ -142,3 +142,24 @@ func TestConfigNBTLS(t *testing.T) {
 		t.Errorf("%+v", cfg)
 	}
 }
+
+// M5: the Service limits are on by default and the operator's to change.
+func TestConfigServiceLimits(t *testing.T) {
+	cfg, err := parse(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ServiceLimits.PerService != 2000 || cfg.ServiceLimits.PerNamespace != 20000 || cfg.MaxServiceVIPs != 50000 || cfg.MaxPolicySize != 1000 {
+		t.Errorf("defaults: %+v, %d VIPs, policy size %d", cfg.ServiceLimits, cfg.MaxServiceVIPs, cfg.MaxPolicySize)
+	}
+	cfg, err = parse(t, "--max-service-frontends", "0", "--max-namespace-frontends", "10", "--max-service-vips", "7")
+	if err != nil || cfg.ServiceLimits.PerService != 0 || cfg.ServiceLimits.PerNamespace != 10 || cfg.MaxServiceVIPs != 7 {
+		t.Errorf("set: %+v, %d VIPs, %v", cfg.ServiceLimits, cfg.MaxServiceVIPs, err)
+	}
+	if _, err := parse(t, "--max-policy-size", "-1"); err == nil {
+		t.Error("a negative policy size was accepted")
+	}
+	if _, err := parse(t, "--max-service-vips", "-1"); err == nil {
+		t.Error("a negative limit was accepted")
+	}
+}

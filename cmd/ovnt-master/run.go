@@ -68,7 +68,7 @@ func runMaster(ctx context.Context, cfg Config, log logr.Logger) error {
 	if err := srv.Serve(ctx, cfg.HealthAddress, func(err error) { log.Error(err, "Health endpoint") }); err != nil {
 		return err
 	}
-	nbc, err := nb.Connect(ctx, ovsdb.Config{
+	nbCfg := ovsdb.Config{
 		Remotes:         cfg.NBAddress,
 		PrivateKeyFile:  cfg.NBClientKey,
 		CertificateFile: cfg.NBClientCert,
@@ -78,7 +78,9 @@ func runMaster(ctx context.Context, cfg Config, log logr.Logger) error {
 		Logger:          log.WithName("nb"),
 		Metrics:         srv.Registry,
 		MetricsPrefix:   "ovnt_master_nb",
-	})
+	}
+	overflow := nb.WatchOverflow(&nbCfg)
+	nbc, err := nb.Connect(ctx, nbCfg)
 	if err != nil {
 		return err
 	}
@@ -95,6 +97,10 @@ func runMaster(ctx context.Context, cfg Config, log logr.Logger) error {
 
 		ServiceCIDRs:       cfg.ServiceCIDRs,
 		AllowedExternalIPs: cfg.AllowedExternalIPs,
+		ServiceLimits:      cfg.ServiceLimits,
+		MaxServiceVIPs:     cfg.MaxServiceVIPs,
+		MaxPolicySize:      cfg.MaxPolicySize,
+		NBOverflow:         overflow,
 		ControlPlane:       netpol.ControlPlane{Addresses: cfg.ControlPlaneAddresses, Ports: cfg.ControlPlanePorts},
 	}, kube, nbc, recorder, log)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ovn-transparent/ovn-transparent/internal/cliapp"
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
+	"github.com/ovn-transparent/ovn-transparent/internal/svcmodel"
 	"github.com/ovn-transparent/ovn-transparent/node/agent"
 	"github.com/ovn-transparent/ovn-transparent/node/gateway"
 )
@@ -42,6 +43,8 @@ func flags() []cli.Flag {
 		cliapp.String(contract.FlagServiceCIDR, "10.96.0.0/16", "service address ranges, comma separated, routed from the node through the management port"),
 		cliapp.String(contract.FlagJoinSubnet, contract.DefaultJoinSubnet, "the master's join subnet: no Service may claim an external IP in it (what ovnt-master is given)"),
 		cliapp.String(contract.FlagAllowedExternalIPCIDRs, "", "ranges Services may claim as externalIPs or LoadBalancer ingress IPs, comma separated; empty allows none (what ovnt-master is given)"),
+		cliapp.Int(contract.FlagMaxServiceFrontends, svcmodel.DefaultMaxServiceFrontends, "most frontends (ports times cluster, external and ingress IPs and node port) of one Service; a larger Service is not implemented, with an Event (0: no limit; what ovnt-master is given)"),
+		cliapp.Int(contract.FlagMaxNamespaceFrontends, svcmodel.DefaultMaxNamespaceFrontends, "most frontends of all the Services of one namespace, oldest first; a Service past it is not implemented, with an Event (0: no limit; what ovnt-master is given)"),
 		cliapp.String("cni-socket", contract.CNISocket, "where the CNI plugin reaches this agent"),
 		cliapp.String("cni-bin-dir", contract.CNIBinDir, "where the CNI plugin binary is installed"),
 		cliapp.String("cni-conf-dir", contract.CNIConfDir, "where the CNI network configuration is written"),
@@ -80,6 +83,8 @@ func configFrom(c *cli.Context) (Config, error) {
 		PortInstallTimeout: c.Duration("port-install-timeout"),
 		LeakCollect:        c.Duration("leak-collect-interval"),
 		HealthAddress:      c.String("health-address"),
+		ServiceLimits: svcmodel.Limits{PerService: c.Int(contract.FlagMaxServiceFrontends),
+			PerNamespace: c.Int(contract.FlagMaxNamespaceFrontends)},
 	}
 	if s := c.String("encap-ip"); s != "" {
 		ip, err := netip.ParseAddr(s)
@@ -127,6 +132,8 @@ func validate(c Config) error {
 		return fmt.Errorf("--datapath-type %q: must be system or netdev", c.DatapathType)
 	case c.UplinkIface != "" && c.GatewayBridge == "":
 		return fmt.Errorf("--gateway-bridge is empty but --uplink-interface is set")
+	case c.ServiceLimits.PerService < 0 || c.ServiceLimits.PerNamespace < 0:
+		return fmt.Errorf("--%s and --%s must not be negative", contract.FlagMaxServiceFrontends, contract.FlagMaxNamespaceFrontends)
 	case c.GatewayResync <= 0:
 		return fmt.Errorf("--gateway-resync %s: must be positive", c.GatewayResync)
 	case c.AnnotationTTL <= 0:

@@ -100,3 +100,17 @@ func TestNodeConfigSBTLS(t *testing.T) {
 		t.Errorf("%+v", cfg)
 	}
 }
+
+// M5: the node refuses the Services the master refuses: the same flags and defaults.
+func TestNodeConfigServiceLimits(t *testing.T) {
+	cfg, err := parse(t, "--node-name", "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ServiceLimits.PerService != 2000 || cfg.ServiceLimits.PerNamespace != 20000 {
+		t.Errorf("defaults: %+v", cfg.ServiceLimits)
+	}
+	if _, err := parse(t, "--node-name", "n1", "--max-namespace-frontends", "-1"); err == nil {
+		t.Error("a negative limit was accepted")
+	}
+}

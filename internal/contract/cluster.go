@@ -19,6 +19,12 @@ const (
 	// balancer ingress IPs; empty (the default) allows none (internal/svcmodel
 	// ExternalIPPolicy). Master and node must be given the same value.
 	FlagAllowedExternalIPCIDRs = "allowed-external-ip-cidrs"
+	// FlagMaxServiceFrontends and FlagMaxNamespaceFrontends bound a Service's frontends
+	// (ports times addresses) and those of a namespace's Services together; a Service past
+	// either is refused whole (internal/svcmodel Limits). Master and node must be given the
+	// same values.
+	FlagMaxServiceFrontends   = "max-service-frontends"
+	FlagMaxNamespaceFrontends = "max-namespace-frontends"
 )
 
 // DefaultJoinSubnet is the default of FlagJoinSubnet.

@@ -468,6 +468,7 @@ func (r *policyReconciler) translate(ctx context.Context, pol *networkingv1.Netw
 		NodeIPs:  nodeIPs,
 		PeerPods: func(p netpol.Peer) ([]netpol.Pod, error) { return r.peerPods(ctx, p) },
 		AllPods:  func() ([]netpol.Pod, error) { return r.allPods(ctx) },
+		MaxSize:  r.cfg.MaxPolicySize,
 	})
 	if _, unread := errors.AsType[*netpol.ReadError](err); unread {
 		return netpol.Output{}, fmt.Errorf("policy %s: %w", netpol.PolicyName(pol), err)

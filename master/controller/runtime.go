@@ -37,6 +37,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/reconcile"
+	"github.com/ovn-transparent/ovn-transparent/internal/svcmodel"
 	"github.com/ovn-transparent/ovn-transparent/master/ipam"
 	"github.com/ovn-transparent/ovn-transparent/master/nb"
 	"github.com/ovn-transparent/ovn-transparent/master/netpol"
@@ -58,6 +59,18 @@ type Config struct {
 	// ControlPlane is where OVN central listens: pods may not connect there unless a
 	// NetworkPolicy allows it (netpol.ClusterRows). No address: no rule.
 	ControlPlane netpol.ControlPlane
+	// ServiceLimits refuse Services with too many frontends, per Service and per namespace
+	// (what the node agents are given); MaxServiceVIPs refuses a Service whose load
+	// balancers would carry more VIPs in all (its frontends times the nodes, with a traffic
+	// policy Local). Zero values: no limit.
+	ServiceLimits  svcmodel.Limits
+	MaxServiceVIPs int
+	// MaxPolicySize bounds one NetworkPolicy's ACLs and peer address sets; a larger one
+	// fails closed (netpol.Input.MaxSize). Zero: no limit.
+	MaxPolicySize int
+	// NBOverflow receives a value when the NB client dropped cache events (nb.WatchOverflow):
+	// every key is then synced again. Nil: never.
+	NBOverflow <-chan struct{}
 	// ResyncPeriod is how often every key is synced again, whatever the events said.
 	// Zero disables the periodic resync.
 	ResyncPeriod time.Duration
@@ -88,6 +101,8 @@ type Controller struct {
 
 	// refills counts the NB cache refills (reconnections) seen, for logs and tests.
 	refills atomic.Int64
+	// overflowResyncs counts the full resyncs after dropped NB cache events.
+	overflowResyncs atomic.Int64
 
 	metrics     *metrics
 	syncTimeout time.Duration
@@ -210,10 +225,48 @@ func (c *Controller) Run(ctx context.Context) error {
 	if c.cfg.ResyncPeriod > 0 {
 		wg.Go(func() { c.resyncEvery(ctx, c.cfg.ResyncPeriod) })
 	}
+	if c.cfg.NBOverflow != nil {
+		wg.Go(func() { c.resyncOnOverflow(ctx, c.cfg.NBOverflow) })
+	}
 	c.queue.Run(ctx)
 	wg.Wait()
 	c.log.Info("Stopped")
 	return nil
+}
+
+// overflowQuiet is how long resyncOnOverflow waits for the drops to stop: a burst that
+// overflows the buffer drops many events, and the keys should read the cache after it.
+const overflowQuiet = 500 * time.Millisecond
+
+// resyncOnOverflow syncs every key again once the NB client has dropped cache events and
+// has dropped none for overflowQuiet (audit M6): a lost event may have been a row of ours
+// that someone deleted, or the NB_Global insertion of a refill.
+func (c *Controller) resyncOnOverflow(ctx context.Context, overflow <-chan struct{}) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-overflow:
+		}
+		quiet := time.NewTimer(overflowQuiet)
+	wait:
+		for {
+			select {
+			case <-ctx.Done():
+				quiet.Stop()
+				return
+			case <-overflow:
+				quiet.Reset(overflowQuiet)
+			case <-quiet.C:
+				break wait
+			}
+		}
+		n := c.overflowResyncs.Add(1)
+		c.log.Info("The NB client dropped cache events (its event buffer was full); resyncing every key", "resyncs", n)
+		if err := c.enqueueAll(ctx); err != nil {
+			c.log.Error(err, "Resync after dropped NB events")
+		}
+	}
 }
 
 // queueLen is the number of keys waiting to be synced.

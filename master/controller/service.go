@@ -41,14 +41,23 @@ func newServiceReconciler(s *shared, w *watcher) (*serviceReconciler, error) {
 		return nil, fmt.Errorf("controller: endpointslice index: %w", err)
 	}
 	err := w.handle(svcInf.Informer(), cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { w.addObject(nb.Service, obj) },
+		AddFunc: func(obj any) {
+			w.addObject(nb.Service, obj)
+			s.namespaceLimitChanged(w, obj)
+		},
 		UpdateFunc: func(old, cur any) {
 			o, n := old.(*corev1.Service), cur.(*corev1.Service)
 			if !reflect.DeepEqual(o.Spec, n.Spec) || !reflect.DeepEqual(o.Status, n.Status) || !reflect.DeepEqual(o.Labels, n.Labels) {
 				w.addObject(nb.Service, cur)
 			}
+			if svcmodel.Frontends(o) != svcmodel.Frontends(n) {
+				s.namespaceLimitChanged(w, cur)
+			}
 		},
-		DeleteFunc: func(obj any) { w.addObject(nb.Service, obj) },
+		DeleteFunc: func(obj any) {
+			w.addObject(nb.Service, obj)
+			s.namespaceLimitChanged(w, obj)
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("controller: service handler: %w", err)
@@ -82,6 +91,49 @@ func newServiceReconciler(s *shared, w *watcher) (*serviceReconciler, error) {
 		return nil, fmt.Errorf("controller: node handler for services: %w", err)
 	}
 	return &serviceReconciler{shared: s, slices: sliceInf.Informer().GetIndexer()}, nil
+}
+
+// namespaceLimitChanged enqueues every Service of obj's namespace when a per-namespace limit
+// applies: obj came, went or changed its number of frontends, which can admit or refuse the
+// namespace's other Services (svcmodel.Limits counts them oldest first).
+func (s *shared) namespaceLimitChanged(w *watcher, obj any) {
+	if s.cfg.ServiceLimits.PerNamespace <= 0 {
+		return
+	}
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	svc, ok := obj.(*corev1.Service)
+	if !ok {
+		return
+	}
+	list, err := s.services.Services(svc.Namespace).List(labels.Everything())
+	if err != nil {
+		s.log.Error(err, "Listing a namespace's Services after one changed its size; the periodic resync syncs them", "namespace", svc.Namespace)
+		return
+	}
+	for _, o := range list {
+		if o.Name != svc.Name {
+			w.add(nb.Key{Kind: nb.Service, Name: o.Namespace + "/" + o.Name})
+		}
+	}
+}
+
+// refusal is the Problem of svc if the limits refuse it.
+func (s *shared) refusal(svc *corev1.Service) (svcmodel.Problem, bool, error) {
+	l := s.cfg.ServiceLimits
+	if l == (svcmodel.Limits{}) {
+		return svcmodel.Problem{}, false, nil
+	}
+	list := []*corev1.Service{svc}
+	if l.PerNamespace > 0 {
+		var err error
+		if list, err = s.services.Services(svc.Namespace).List(labels.Everything()); err != nil {
+			return svcmodel.Problem{}, false, fmt.Errorf("list services of namespace %s: %w", svc.Namespace, err)
+		}
+	}
+	p, refused := l.Refused(list)[svc.Namespace+"/"+svc.Name]
+	return p, refused, nil
 }
 
 // externalPolicy is which external and ingress IPs Services may claim now: the operator's
@@ -149,6 +201,13 @@ func (r *serviceReconciler) desired(_ context.Context, key string) (desire, erro
 	if !services.Wanted(svc) {
 		return desire{}, nil
 	}
+	// A refused Service keeps no load balancer: the rows it had are deleted as stale.
+	if p, refused, err := r.refusal(svc); err != nil || refused {
+		if refused {
+			r.warn(svc, p.Reason, "%s", p.Message)
+		}
+		return desire{}, err
+	}
 	objs, err := r.slices.ByIndex(slicesByService, key)
 	if err != nil {
 		return desire{}, fmt.Errorf("list endpointslices of service %s: %w", key, err)
@@ -170,6 +229,12 @@ func (r *serviceReconciler) desired(_ context.Context, key string) (desire, erro
 	rows, problems := services.Rows(svc, eps, nodes, policy)
 	for _, p := range problems {
 		r.warn(svc, p.Reason, "%s", p.Message)
+	}
+	if n := services.VIPs(rows); r.cfg.MaxServiceVIPs > 0 && n > r.cfg.MaxServiceVIPs {
+		r.warn(svc, svcmodel.ReasonServiceTooLarge,
+			"its load balancers would carry %d VIPs (frontends times nodes with a traffic policy Local), over the limit of %d per Service; the Service is not implemented",
+			n, r.cfg.MaxServiceVIPs)
+		return desire{}, nil
 	}
 	return desire{rows: rows}, nil
 }

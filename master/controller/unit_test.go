@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr/testr"
 	"github.com/ovn-org/libovsdb/client"
@@ -47,8 +48,13 @@ type unitEnv struct {
 	nbSrv  *ovsdbtest.Server
 	reader client.Client
 	events *kubetest.Recorder
-	// ctrl is the master running now.
-	ctrl *Controller
+	// ctrl is the master running now, masterNB its NB client (which reports dropped cache
+	// events, as ovnt-master's does).
+	ctrl     *Controller
+	masterNB client.Client
+	// nbProbe is the master's NB inactivity probe (ovsdb.Config.InactivityProbe; zero: the
+	// default) from the next startMaster on.
+	nbProbe time.Duration
 	// stop stops the running master and waits for it.
 	stop func()
 }
@@ -80,7 +86,17 @@ func startUnit(t *testing.T, cfg Config, objs ...runtime.Object) *unitEnv {
 func (e *unitEnv) startMaster() {
 	e.t.Helper()
 	ctx, cancel := context.WithCancel(e.ctx)
-	ctrl, err := New(e.cfg, e.kube, e.connect(), e.events, testr.New(e.t))
+	nbCfg := ovsdb.Config{Remotes: e.nbSrv.Remote, InactivityProbe: e.nbProbe}
+	cfg := e.cfg
+	cfg.NBOverflow = nb.WatchOverflow(&nbCfg)
+	nbc, err := nb.Connect(e.ctx, nbCfg)
+	if err != nil {
+		cancel()
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(nbc.Close)
+	e.masterNB = nbc
+	ctrl, err := New(cfg, e.kube, nbc, e.events, testr.New(e.t))
 	if err != nil {
 		cancel()
 		e.t.Fatal(err)

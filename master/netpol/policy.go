@@ -113,7 +113,15 @@ type Input struct {
 	// *ReadError.
 	PeerPods func(Peer) ([]Pod, error)
 	AllPods  func() ([]Pod, error)
+	// MaxSize bounds the policy's ACLs plus the peer address sets it names; a larger policy
+	// fails closed like one that cannot be expressed (audit M5: a namespace user writes
+	// policies, and every rule, peer and named port's number costs rows and flows on every
+	// node). 0: no limit.
+	MaxSize int
 }
+
+// DefaultMaxSize is the default of Input.MaxSize (ovnt-master --max-policy-size).
+const DefaultMaxSize = 1000
 
 // ReadError says Translate could not read the pods a policy's rows depend on (Input.PeerPods
 // or Input.AllPods failed). The rows are then unknown, not empty, and Translate returns none:
@@ -248,12 +256,16 @@ func Translate(in Input) (Output, error) {
 	p := in.Policy
 	t := &translator{in: in, key: PolicyName(p), pgName: PortGroupName(PolicyName(p))}
 	t.pg = nb.NewID(nb.NetworkPolicy, t.key, nb.PolicyPods)
+	// A selector that does not parse (a legacy object the API server's ratcheting kept)
+	// selects every pod of the namespace: it fails closed like any other policy that cannot
+	// be expressed, rather than selecting nothing and leaving its pods open (audit L3).
 	sel, selErr := metav1.LabelSelectorAsSelector(&p.Spec.PodSelector)
-	if selErr == nil {
-		for _, pod := range in.Pods {
-			if pod.Namespace == p.Namespace && sel.Matches(labels.Set(pod.Labels)) {
-				t.selected = append(t.selected, pod)
-			}
+	if selErr != nil {
+		sel = labels.Everything()
+	}
+	for _, pod := range in.Pods {
+		if pod.Namespace == p.Namespace && sel.Matches(labels.Set(pod.Labels)) {
+			t.selected = append(t.selected, pod)
 		}
 	}
 	ingress, egress := PolicyTypes(p)
@@ -267,6 +279,9 @@ func Translate(in Input) (Output, error) {
 	err := selErr
 	if err == nil {
 		err = t.allows(ingress, egress)
+	}
+	if n := len(t.acls) + len(t.peers); err == nil && in.MaxSize > 0 && n > in.MaxSize {
+		err = fmt.Errorf("%d ACLs and peer address sets exceed the limit of %d per policy (--max-policy-size)", n, in.MaxSize)
 	}
 	if _, unread := errors.AsType[*ReadError](err); unread {
 		return Output{}, err

@@ -1,6 +1,7 @@
 package netpol
 
 import (
+	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
@@ -228,5 +229,56 @@ func TestIPBlockClusterInternal(t *testing.T) {
 		if len(ps) > 200 {
 			t.Errorf("ipBlock %s: %d prefixes", tc.cidr, len(ps))
 		}
+	}
+}
+
+// L3: a pod selector that does not parse (a legacy object kept by the API server's
+// ratcheting) fails closed: it selects every pod of its namespace, with only the deny ACLs,
+// instead of selecting none and leaving its pods open.
+func TestBadSelectorFailsClosed(t *testing.T) {
+	p := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "legacy"},
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Bogus", Values: []string{"web"}}}},
+			Ingress:     []networkingv1.NetworkPolicyIngressRule{{}},
+		}}
+	other := pod("x", "10.244.1.9", map[string]string{"app": "web"})
+	other.Namespace = "ns2"
+	out, err := Translate(Input{Policy: p, Pods: []Pod{pod("a", "10.244.1.3", nil), pod("b", "10.244.1.4", map[string]string{"app": "db"}), other}})
+	if err == nil {
+		t.Fatal("a bad selector translated")
+	}
+	a := acls(t, out)
+	if ports := out.Rows[0].Model.(*nbdb.PortGroup).Ports; len(ports) != 2 || len(a) != 1 || a["ingress-deny"] == nil {
+		t.Errorf("not failed closed: ports %v, ACLs %v", ports, a)
+	}
+}
+
+// M5: a policy past Input.MaxSize (ACLs plus peer address sets) fails closed: its pods keep
+// their port group and deny ACLs, with no allow rule and no peer, and the error says the
+// limit. One rule with many peers costs one ACL but an address set per peer.
+func TestMaxSizeFailsClosed(t *testing.T) {
+	var peers []networkingv1.NetworkPolicyPeer
+	for i := range 20 {
+		peers = append(peers, networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"n": fmt.Sprint(i)}}})
+	}
+	p := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "big"},
+		Spec: networkingv1.NetworkPolicySpec{Ingress: []networkingv1.NetworkPolicyIngressRule{{From: peers}}}}
+	in := Input{Policy: p, Pods: []Pod{pod("a", "10.244.1.3", nil)}}
+	out, err := Translate(in)
+	if err != nil || len(out.Peers) != 20 {
+		t.Fatalf("without a limit: %v, %d peers", err, len(out.Peers))
+	}
+	in.MaxSize = 21 // 2 ACLs and 20 peers are 22
+	out, err = Translate(in)
+	if err == nil || !strings.Contains(err.Error(), "limit of 21") {
+		t.Fatalf("past the limit: err %v", err)
+	}
+	if a := acls(t, out); len(a) != 1 || a["ingress-deny"] == nil || len(out.Peers) != 0 ||
+		len(out.Rows[0].Model.(*nbdb.PortGroup).Ports) != 1 {
+		t.Errorf("not failed closed: ACLs %v, %d peers", a, len(out.Peers))
+	}
+	in.MaxSize = 22
+	if _, err := Translate(in); err != nil {
+		t.Errorf("at the limit: %v", err)
 	}
 }

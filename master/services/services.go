@@ -158,6 +158,17 @@ func (s lbSet) rows() []nb.Row {
 	return rows
 }
 
+// VIPs counts the VIPs of rows, the load balancers of one Service.
+func VIPs(rows []nb.Row) int {
+	n := 0
+	for _, r := range rows {
+		if l, ok := r.Model.(*nbdb.LoadBalancer); ok {
+			n += len(l.Vips)
+		}
+	}
+	return n
+}
+
 func vip(ip netip.Addr, port int32) string { return netip.AddrPortFrom(ip, uint16(port)).String() }
 
 // join writes backends as OVN wants them, sorted and without duplicates.

@@ -127,6 +127,10 @@ func Run(ctx context.Context, cfg Config, log logr.Logger) error {
 		httpSrv.Close()
 		return fmt.Errorf("installing the CNI plugin: %w", err)
 	}
+	if err := restrictPaths(cfg); err != nil {
+		httpSrv.Close()
+		return fmt.Errorf("restricting the CNI directories and the kubeconfig: %w", err)
+	}
 	log.Info("serving CNI", "socket", cfg.CNISocket, "took", time.Since(start).Round(time.Millisecond))
 	// Ready as for CNI STATUS: OVSDB connected, the Node and pods listed, the management
 	// port installed (the chassis registered: ovn-controller bound it). Alive while the

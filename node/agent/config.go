@@ -6,6 +6,8 @@ package agent
 import (
 	"net/netip"
 	"time"
+
+	"github.com/ovn-transparent/ovn-transparent/internal/svcmodel"
 )
 
 // IntegrationBridge is the bridge ovn-controller programs; pods and the management port
@@ -56,6 +58,8 @@ type Config struct {
 	// the master decides which get a load balancer VIP.
 	JoinSubnet         netip.Prefix
 	AllowedExternalIPs []netip.Prefix
+	// ServiceLimits refuse Services with too many frontends, as the master does.
+	ServiceLimits svcmodel.Limits
 
 	CNISocket  string
 	CNIBinDir  string

@@ -22,7 +22,8 @@ import (
 func startServices(ctx context.Context, cfg Config, client kubernetes.Interface, addr hostnet.NodeAddress,
 	gw *gateway.Controller, log logr.Logger) (stop func()) {
 	sc := services.Config{NodeName: cfg.NodeName, NodeIP: addr.IP.Addr(), AllowedExternalIPs: cfg.AllowedExternalIPs,
-		Reserved: append(append([]netip.Prefix{cfg.JoinSubnet}, cfg.ClusterCIDRs...), cfg.ServiceCIDRs...)}
+		Reserved: append(append([]netip.Prefix{cfg.JoinSubnet}, cfg.ClusterCIDRs...), cfg.ServiceCIDRs...),
+		Limits:   cfg.ServiceLimits}
 	if gw != nil {
 		sc.Gateway = gw
 	}

@@ -1,31 +1,18 @@
 package cniserver
 
 import (
-	"golang.org/x/sys/windows"
+	"github.com/ovn-transparent/ovn-transparent/internal/winacl"
 )
 
-// adminsOnly is a protected DACL (no inherited entries) granting full access to SYSTEM
-// and the Administrators group alone; OICI: files made in the directory inherit it.
-// Connecting to an AF_UNIX socket on Windows needs write access to its file, so this is
-// what keeps other users from plugging interfaces into pods.
-const (
-	adminsOnlyDir  = "D:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)"
-	adminsOnlyFile = "D:P(A;;FA;;;SY)(A;;FA;;;BA)"
-)
+// restrictDir and restrictSocket give the socket's directory and the socket an owner
+// (Administrators) and a protected DACL for SYSTEM and Administrators alone. Connecting to
+// an AF_UNIX socket on Windows needs write access to its file, so this is what keeps other
+// users from plugging interfaces into pods; the owner is set too, since a user who created
+// the directory first would otherwise keep the right to rewrite its DACL (audit M7).
+func restrictDir(dir string) error {
+	return winacl.Apply(winacl.Target{Path: dir, Descriptor: winacl.Private})
+}
 
-func restrictDir(dir string) error { return setDACL(dir, adminsOnlyDir) }
-
-func restrictSocket(path string) error { return setDACL(path, adminsOnlyFile) }
-
-func setDACL(path, sddl string) error {
-	sd, err := windows.SecurityDescriptorFromString(sddl)
-	if err != nil {
-		return err
-	}
-	dacl, _, err := sd.DACL()
-	if err != nil {
-		return err
-	}
-	return windows.SetNamedSecurityInfo(path, windows.SE_FILE_OBJECT,
-		windows.DACL_SECURITY_INFORMATION|windows.PROTECTED_DACL_SECURITY_INFORMATION, nil, nil, dacl, nil)
+func restrictSocket(path string) error {
+	return winacl.Apply(winacl.Target{Path: path, Descriptor: winacl.PrivateFile})
 }

@@ -37,6 +37,9 @@ type Config struct {
 	// svcmodel.ExternalIPPolicy admits them, with every node's address refused.
 	AllowedExternalIPs []netip.Prefix
 	Reserved           []netip.Prefix
+	// Limits refuse Services with too many frontends (what the master is given): a refused
+	// Service gets no entry point here, as it gets no load balancer from the master.
+	Limits svcmodel.Limits
 	// Gateway is nil when the node has no gateway bridge; NAT is nil where local NodePort
 	// access is not implemented.
 	Gateway Gateway
@@ -126,7 +129,7 @@ func (c *Controller) sync(ctx context.Context) error {
 		return err
 	}
 	policy := svcmodel.NewExternalIPPolicy(c.cfg.AllowedExternalIPs, c.cfg.Reserved, nodes)
-	st := Desired(svcs, eps, c.cfg.NodeName, c.cfg.NodeIP, policy)
+	st := Desired(c.cfg.Limits.Admitted(svcs), eps, c.cfg.NodeName, c.cfg.NodeIP, policy)
 	if c.cfg.Gateway != nil && !slices.Equal(st.NodePorts, c.lastPorts) {
 		c.cfg.Gateway.SetNodePorts(st.NodePorts)
 		c.lastPorts = st.NodePorts

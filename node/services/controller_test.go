@@ -2,6 +2,7 @@ package services
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/netip"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/openflow"
+	"github.com/ovn-transparent/ovn-transparent/internal/svcmodel"
 	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
 	"github.com/ovn-transparent/ovn-transparent/node/gateway"
 	"github.com/ovn-transparent/ovn-transparent/node/localnat"
@@ -111,4 +113,35 @@ func TestController(t *testing.T) {
 	eventually(t, "no entry points", func() bool { return len(gw.get()) == 0 })
 	eventually(t, "no NAT rules", func() bool { return len(nat.get()) == 0 })
 	eventually(t, "the health server gone", func() bool { return status() == -1 })
+}
+
+// M5: a Service over the limits gets no entry point on the node (the audit's one Service of
+// 5,000 ports and 20 external IPs was 200,000 gateway flows on every node); a Service within
+// them beside it keeps its own.
+func TestControllerRefusesTooLargeService(t *testing.T) {
+	ip := netip.MustParseAddr("127.0.0.1")
+	client := fake.NewClientset()
+	gw := &fakeGateway{}
+	c := New(Config{NodeName: "node1", NodeIP: ip, Gateway: gw,
+		Limits: svcmodel.Limits{PerService: svcmodel.DefaultMaxServiceFrontends}}, client, logr.Discard())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { c.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	huge := svc("huge", corev1.ServiceTypeNodePort, func(s *corev1.Service) {
+		s.Spec.Ports = nil
+		for i := range 5000 {
+			s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: fmt.Sprint(i), Protocol: corev1.ProtocolTCP,
+				Port: int32(1000 + i), NodePort: int32(20000 + i)})
+		}
+	})
+	small := svc("small", corev1.ServiceTypeNodePort, func(s *corev1.Service) { s.Spec.Ports = s.Spec.Ports[:1] })
+	for _, s := range []*corev1.Service{huge, small} {
+		if _, err := client.CoreV1().Services("ns").Create(ctx, s, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []gateway.NodePort{{Protocol: openflow.IPProtoTCP, Port: 30080}}
+	eventually(t, "only the small Service's NodePort", func() bool { return slices.Equal(gw.get(), want) })
 }
