@@ -12,7 +12,7 @@ LDFLAGS     := -X github.com/ovn-transparent/ovn-transparent/internal/cliapp.ver
 TEST_FLAGS  ?= -count=1 -timeout 30m
 export OVNT_CACHE_DIR ?= /var/cache/ovn-transparent
 
-.PHONY: all build build-windows models lint lint-deploy deps kube-binaries test test-unit test-integration bench bench-services bench-netpol conformance sandbox sandbox-down clean
+.PHONY: all build build-windows models lint lint-deploy images deps kube-binaries test test-unit test-integration bench bench-services bench-netpol conformance sandbox sandbox-down clean
 
 all: build
 
@@ -44,6 +44,12 @@ lint:
 # Linux node playbooks in check mode against this machine; offline, from Debian packages.
 lint-deploy: build
 	bash ansible/ci.sh
+
+# The Linux image, from images/linux/Dockerfile, into $(OUT)/images/ovnt-linux.tar (a docker
+# archive); with Debian's buildah and a Debian 12 base made here (hack/build-images.sh), as
+# no registry is needed. With Docker: the `docker build` line of images/README.md.
+images: build
+	bash hack/build-images.sh
 
 deps:
 	bash hack/install-deps.sh
