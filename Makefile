@@ -12,7 +12,7 @@ LDFLAGS     := -X github.com/ovn-transparent/ovn-transparent/internal/cliapp.ver
 TEST_FLAGS  ?= -count=1 -timeout 30m
 export OVNT_CACHE_DIR ?= /var/cache/ovn-transparent
 
-.PHONY: all build build-windows models lint lint-deploy images deps kube-binaries test test-unit test-integration bench bench-services bench-netpol conformance sandbox sandbox-down clean
+.PHONY: all build build-windows models lint lint-deploy images deploy-test deps kube-binaries test test-unit test-integration bench bench-services bench-netpol conformance sandbox sandbox-down clean
 
 all: build
 
@@ -50,6 +50,15 @@ lint-deploy: build
 # no registry is needed. With Docker: the `docker build` line of images/README.md.
 images: build
 	bash hack/build-images.sh
+
+# The image deployed for real (test/deployreal): `make images`, then a cluster of real nodes
+# with nothing of ours on them, the image imported into their containerd and
+# images/manifests/ applied; pods, a Service, a NetworkPolicy, a rolling restart of the
+# DaemonSet and the master's failover are checked. Not part of make test: about 3 minutes
+# and 1 GB of disk per run on top of the image (images/README.md#verified).
+deploy-test: deps images kube-binaries
+	OVNT_BIN_DIR=$(abspath $(BIN)) OVNT_IMAGE_ARCHIVE=$(abspath $(OUT))/images/ovnt-linux.tar \
+	  $(GO) test -count=1 -timeout 30m -v -run TestManifests ./test/deployreal/
 
 deps:
 	bash hack/install-deps.sh
