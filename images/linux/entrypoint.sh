@@ -36,7 +36,10 @@ ovs)
 			set -- --system-id="$id"
 		fi
 	fi
-	/usr/share/openvswitch/scripts/ovs-ctl start --no-monitor "$@"
+	# --no-record-hostname: ovnt-node records the chassis' hostname (the node name); the SB's
+	# RBAC lets a chassis set its hostname only when it registers, so a second writer here
+	# (the machine's hostname) would leave ovn-controller unable to write to the SB at all.
+	/usr/share/openvswitch/scripts/ovs-ctl start --no-monitor --no-record-hostname "$@"
 	while alive "$ovs_run/ovsdb-server.pid" && alive "$ovs_run/ovs-vswitchd.pid"; do
 		sleep 5 &
 		wait $! || true

@@ -302,7 +302,11 @@ func (d *deployment) dump(ctx context.Context) {
 	for _, p := range pods.Items {
 		for _, cs := range p.Status.ContainerStatuses {
 			d.t.Logf("%s/%s: ready %v, restarts %d, state %+v, last %+v", p.Name, cs.Name, cs.Ready, cs.RestartCount, cs.State, cs.LastTerminationState)
-			b, _ := d.c.Kube.Client().CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: cs.Name, TailLines: ptr(int64(15))}).DoRaw(ctx)
+			lines := int64(15)
+			if cs.Name == "ovn-controller" {
+				lines = 80
+			}
+			b, _ := d.c.Kube.Client().CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: cs.Name, TailLines: &lines}).DoRaw(ctx)
 			d.t.Logf("%s/%s log:\n%s", p.Name, cs.Name, bytes.TrimSpace(b))
 		}
 	}
@@ -312,6 +316,11 @@ func (d *deployment) dump(ctx context.Context) {
 	d.t.Logf("ovn-nbctl show:\n%s", out)
 	out, _ = d.c.Central.SBCtl(ctx, "show")
 	d.t.Logf("ovn-sbctl show:\n%s", out)
+	out, _ = d.c.Central.SBCtl(ctx, "--columns=logical_port,chassis,up", "list", "Port_Binding")
+	d.t.Logf("ovn-sbctl list Port_Binding:\n%s", out)
+	for _, n := range d.c.Nodes {
+		out, _ = n.VSCtl(ctx, "get", "Open_vSwitch", ".", "external_ids")
+		d.t.Logf("%s: Open_vSwitch external_ids: %s", n.Name, out)
+	}
 }
 
-func ptr[T any](v T) *T { return &v }

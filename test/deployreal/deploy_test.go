@@ -70,6 +70,8 @@ func TestManifests(t *testing.T) {
 		}
 	}
 
+	d.checkChassis(ctx, "deployed")
+
 	w := newWorkloads(ctx, t, c)
 	w.checkFlows(ctx, t)
 	w.checkPolicy(ctx, t)

@@ -42,7 +42,32 @@ func (d *deployment) checkRollingRestart(ctx context.Context, w *workloads) {
 	d.waitRolledOut(ctx)
 	t.Logf("DaemonSet rolled out again (every pod replaced) in %s", time.Since(start).Round(time.Second))
 	s.alive(ctx, t, "after the DaemonSet's rolling restart")
+	d.checkChassis(ctx, "after the rolling restart")
 	w.checkFlows(ctx, t)
+}
+
+// checkChassis: every node's chassis is named and hostnamed after its node, in the node's
+// Open_vSwitch table and in the SB. The SB's RBAC lets a chassis set its hostname only when it
+// registers: a hostname changed afterwards (ovs-ctl recording the machine's) fails every SB
+// transaction of its ovn-controller, and new pods on that node are never bound.
+func (d *deployment) checkChassis(ctx context.Context, when string) {
+	d.t.Helper()
+	for _, n := range d.c.Nodes {
+		ovs, err := n.VSCtl(ctx, "--if-exists", "get", "Open_vSwitch", ".", "external_ids:system-id", "external_ids:hostname")
+		if err != nil {
+			d.t.Fatal(err)
+		}
+		sb, err := d.c.Central.SBCtl(ctx, "--if-exists", "get", "Chassis", n.Name, "hostname")
+		if err != nil {
+			d.t.Fatal(err)
+		}
+		if got, want := strings.Fields(strings.ReplaceAll(ovs, `"`, "")), []string{n.Name, n.Name}; strings.Join(got, " ") != strings.Join(want, " ") {
+			d.t.Errorf("%s: node %s: Open_vSwitch system-id and hostname %v, want %v", when, n.Name, got, want)
+		}
+		if got := strings.Trim(strings.TrimSpace(sb), `"`); got != n.Name {
+			d.t.Errorf("%s: node %s: SB Chassis hostname %q, want %q", when, n.Name, got, n.Name)
+		}
+	}
 }
 
 // nodePods returns the UIDs of the Linux DaemonSet's pods that are Ready.
