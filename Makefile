@@ -54,11 +54,13 @@ images: build
 # The image deployed for real (test/deployreal): `make images`, then a cluster of real nodes
 # with nothing of ours on them, the image imported into their containerd and
 # images/manifests/ applied; pods, a Service, a NetworkPolicy, a rolling restart of the
-# DaemonSet and the master's failover are checked. Not part of make test: about 3 minutes
-# and 1 GB of disk per run on top of the image (images/README.md#verified).
+# DaemonSet and the master's failover are checked. Then playbooks/ovn_central.yml over SSH
+# on three machines booted with systemd (a RAFT cluster), twice, and the NB leader's machine
+# killed. Not part of make test: minutes, and over 1 GB of disk (images/README.md#verified).
 deploy-test: deps images kube-binaries
-	OVNT_BIN_DIR=$(abspath $(BIN)) OVNT_IMAGE_ARCHIVE=$(abspath $(OUT))/images/ovnt-linux.tar \
-	  $(GO) test -count=1 -timeout 30m -v -run TestManifests ./test/deployreal/
+	bash hack/install-deps.sh deploy
+	OVNT_BIN_DIR=$(abspath $(BIN)) OVNT_IMAGE_ARCHIVE=$(abspath $(OUT))/images/ovnt-linux.tar OVNT_ANSIBLE_MACHINES=1 \
+	  $(GO) test -count=1 -timeout 45m -v -run 'TestManifests|TestAnsibleCentral' ./test/deployreal/
 
 deps:
 	bash hack/install-deps.sh
