@@ -323,4 +323,3 @@ func (d *deployment) dump(ctx context.Context) {
 		d.t.Logf("%s: Open_vSwitch external_ids: %s", n.Name, out)
 	}
 }
-

@@ -80,10 +80,10 @@ func startMachine(ctx context.Context, r *harness.Run, name, rootfs, authorizedK
 		return exec.Command("umount", "-l", m.root).Run()
 	})
 	files := map[string]string{
-		"etc/hostname":                name + "\n",
-		"etc/hosts":                   "127.0.0.1 localhost\n" + hn.IP + " " + name + "\n",
-		"root/.ssh/authorized_keys":   authorizedKey,
-		"etc/machine-id":              fmt.Sprintf("%032x\n", []byte(name)),
+		"etc/hostname":              name + "\n",
+		"etc/hosts":                 "127.0.0.1 localhost\n" + hn.IP + " " + name + "\n",
+		"root/.ssh/authorized_keys": authorizedKey,
+		"etc/machine-id":            fmt.Sprintf("%032x\n", []byte(name)),
 	}
 	for p, content := range files {
 		path := filepath.Join(m.root, p)
