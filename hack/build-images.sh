@@ -65,6 +65,10 @@ fi
 echo "build-images: building $repo:$version"
 bh bud --pull=never --network host --layers -q -f images/linux/Dockerfile \
 	-t "$repo:latest" -t "$repo:$version" . >/dev/null
+# Earlier builds' tags would keep their layers in the store: only latest and this version stay.
+bh images --format '{{.Name}}:{{.Tag}}' | grep "^$repo:" | grep -v -e ":latest\$" -e ":$version\$" |
+	xargs -r buildah --root "$cache/containers/storage" --runroot "$cache/containers/run" rmi -f >/dev/null || true
+bh rmi --prune >/dev/null 2>&1 || true
 rm -f "$out_dir/ovnt-linux.tar"
 bh push -q "$repo:latest" "docker-archive:$out_dir/ovnt-linux.tar:$repo:latest"
 echo "build-images: wrote $out_dir/ovnt-linux.tar ($repo:latest, $(du -m "$out_dir/ovnt-linux.tar" | cut -f1) MB)"
