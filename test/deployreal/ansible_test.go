@@ -24,8 +24,8 @@ import (
 // (changed=0 on every host). Then the NB's RAFT leader's machine is killed: the other two
 // elect a leader and the NB takes writes.
 //
-// Opt-in (about 4 minutes, and a 600 MB root filesystem made once): make deploy-test sets
-// OVNT_ANSIBLE_MACHINES=1.
+// Opt-in (about a minute and a half, and a root filesystem of about 360 MB made once in
+// about two minutes): make deploy-test sets OVNT_ANSIBLE_MACHINES=1.
 func TestAnsibleCentral(t *testing.T) {
 	if os.Getenv("OVNT_ANSIBLE_MACHINES") == "" {
 		t.Skip("opt-in: make deploy-test runs it (OVNT_ANSIBLE_MACHINES=1)")
