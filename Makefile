@@ -12,7 +12,7 @@ LDFLAGS     := -X github.com/ovn-transparent/ovn-transparent/internal/cliapp.ver
 TEST_FLAGS  ?= -count=1 -timeout 30m
 export OVNT_CACHE_DIR ?= /var/cache/ovn-transparent
 
-.PHONY: all build build-windows models lint lint-deploy deps kube-binaries test test-unit test-integration bench bench-services bench-netpol conformance sandbox sandbox-down clean
+.PHONY: all build build-windows models lint lint-deploy images deploy-test deps kube-binaries test test-unit test-integration bench bench-services bench-netpol conformance sandbox sandbox-down clean
 
 all: build
 
@@ -44,6 +44,23 @@ lint:
 # Linux node playbooks in check mode against this machine; offline, from Debian packages.
 lint-deploy: build
 	bash ansible/ci.sh
+
+# The Linux image, from images/linux/Dockerfile, into $(OUT)/images/ovnt-linux.tar (a docker
+# archive); with Debian's buildah and a Debian 12 base made here (hack/build-images.sh), as
+# no registry is needed. With Docker: the `docker build` line of images/README.md.
+images: build
+	bash hack/build-images.sh
+
+# The image deployed for real (test/deployreal): `make images`, then a cluster of real nodes
+# with nothing of ours on them, the image imported into their containerd and
+# images/manifests/ applied; pods, a Service, a NetworkPolicy, a rolling restart of the
+# DaemonSet and the master's failover are checked. Then playbooks/ovn_central.yml over SSH
+# on three machines booted with systemd (a RAFT cluster), twice, and the NB leader's machine
+# killed. Not part of make test: minutes, and over 1 GB of disk (images/README.md#verified).
+deploy-test: deps images kube-binaries
+	bash hack/install-deps.sh deploy
+	OVNT_BIN_DIR=$(abspath $(BIN)) OVNT_IMAGE_ARCHIVE=$(abspath $(OUT))/images/ovnt-linux.tar OVNT_ANSIBLE_MACHINES=1 \
+	  $(GO) test -count=1 -timeout 45m -v -run 'TestManifests|TestAnsibleCentral' ./test/deployreal/
 
 deps:
 	bash hack/install-deps.sh

@@ -6,6 +6,10 @@ set -euo pipefail
 
 pkgs=(ovn-central ovn-host openvswitch-switch etcd-server containerd runc busybox-static containernetworking-plugins mmdebstrap
       iproute2 ethtool tcpdump socat iputils-ping curl openssl procps psmisc util-linux)
+# `make deploy-test` also builds the image and runs Ansible over SSH (test/deployreal).
+if [ "${1:-}" = deploy ]; then
+	pkgs+=(buildah ansible openssh-client)
+fi
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

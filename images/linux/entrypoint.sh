@@ -24,7 +24,22 @@ ovs)
 	# ovs-ctl creates or upgrades the database and starts both daemons; it stops them again
 	# when the container is told to stop, so the next start finds no stale pid files.
 	trap '/usr/share/openvswitch/scripts/ovs-ctl stop; exit 0' TERM INT
-	/usr/share/openvswitch/scripts/ovs-ctl start --no-monitor
+	# ovs-ctl writes external_ids:system-id at every start, "" unless given one: keep the
+	# one the database has (ovnt-node's choice, the chassis name the SB knows), or a
+	# restarted container would rename the chassis under a running ovnt-node.
+	set --
+	db=/etc/openvswitch/conf.db
+	if [ -f "$db" ]; then
+		id=$(ovsdb-tool query "$db" '["Open_vSwitch",{"op":"select","table":"Open_vSwitch","where":[],"columns":["external_ids"]}]' |
+			sed -n 's/.*\["system-id","\([^"]*\)"\].*/\1/p')
+		if [ -n "$id" ]; then
+			set -- --system-id="$id"
+		fi
+	fi
+	# --no-record-hostname: ovnt-node records the chassis' hostname (the node name); the SB's
+	# RBAC lets a chassis set its hostname only when it registers, so a second writer here
+	# (the machine's hostname) would leave ovn-controller unable to write to the SB at all.
+	/usr/share/openvswitch/scripts/ovs-ctl start --no-monitor --no-record-hostname "$@"
 	while alive "$ovs_run/ovsdb-server.pid" && alive "$ovs_run/ovs-vswitchd.pid"; do
 		sleep 5 &
 		wait $! || true

@@ -43,6 +43,13 @@ type Options struct {
 	// AllowedExternalIPs is --allowed-external-ip-cidrs of the master and every node;
 	// empty means DefaultAllowedExternalIPs.
 	AllowedExternalIPs string
+	// Bare starts real nodes (RealNodes) on which nothing of ours runs: no ovnt-master, no
+	// ovnt-node, no Open vSwitch, no ovn-controller, no CoreDNS; for a test that deploys
+	// them itself, as an operator would (images/manifests). Each node's kubelet and
+	// containerd share a mount namespace of the node's own, in which the host paths the
+	// manifests mount are the node's directories (bare.go). Start returns once every kubelet
+	// has registered its Node, which stays NotReady until a network plugin is installed.
+	Bare bool
 }
 
 // DefaultAllowedExternalIPs are the ranges a test cluster's Services may claim as external
@@ -95,6 +102,9 @@ func Start(ctx context.Context, r *harness.Run, opts Options) (*Cluster, error) 
 	if opts.AllowedExternalIPs == "" {
 		opts.AllowedExternalIPs = DefaultAllowedExternalIPs
 	}
+	if opts.Bare {
+		opts.RealNodes = true
+	}
 	c := &Cluster{Run: r, opts: opts, BinDir: opts.BinDir}
 	if c.BinDir == "" {
 		var err error
@@ -122,8 +132,10 @@ func Start(ctx context.Context, r *harness.Run, opts Options) (*Cluster, error) 
 	if c.Central, err = r.StartOVNCentral(ctx); err != nil {
 		return nil, err
 	}
-	if err := c.StartMaster(ctx); err != nil {
-		return nil, err
+	if !opts.Bare {
+		if err := c.StartMaster(ctx); err != nil {
+			return nil, err
+		}
 	}
 	for _, name := range opts.Nodes {
 		if _, err := r.NodeIP(ctx, name); err != nil { // addresses in the order given
@@ -139,6 +151,9 @@ func Start(ctx context.Context, r *harness.Run, opts Options) (*Cluster, error) 
 	}
 	if c.External, err = r.StartExternalHost(ctx); err != nil {
 		return nil, err
+	}
+	if opts.Bare {
+		return c, c.waitNodesRegistered(ctx)
 	}
 	if err := c.WaitNodesReady(ctx); err != nil {
 		return nil, err
@@ -211,7 +226,7 @@ func (c *Cluster) StopMaster() error { return c.master.Stop() }
 func (c *Cluster) KillMaster() { c.master.Kill() }
 
 func (c *Cluster) addNode(ctx context.Context, name string) (*Node, error) {
-	hn, err := c.Run.StartNode(ctx, name, harness.NodeOptions{SkipChassis: true})
+	hn, err := c.Run.StartNode(ctx, name, harness.NodeOptions{SkipChassis: true, NoOVS: c.opts.Bare})
 	if err != nil {
 		return nil, err
 	}
@@ -223,6 +238,9 @@ func (c *Cluster) addNode(ctx context.Context, name string) (*Node, error) {
 	}
 	if n.Kubeconfig, err = c.Kube.ExposeInNetns(hn.Netns); err != nil {
 		return nil, err
+	}
+	if c.opts.Bare {
+		return n, c.startRealNode(ctx, n)
 	}
 	if err := n.StartAgent(ctx); err != nil {
 		return nil, err

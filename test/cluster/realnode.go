@@ -33,12 +33,14 @@ type realNode struct {
 	cgroupRoot string
 	containerd *harness.Proc
 	kubelet    *harness.Proc
+	// mountns is the node's own mount namespace (Options.Bare), else empty: the root one.
+	mountns string
 }
 
 // startRealNode starts containerd, imports the images, and starts kubelet, which registers
 // the Node and keeps it Ready while containerd's CNI network is (the agent's installed
 // configuration).
-func (c *Cluster) startRealNode(ctx context.Context, n *Node) error {
+func (c *Cluster) startRealNode(ctx context.Context, n *Node) (err error) {
 	rn := &realNode{dir: filepath.Join(n.Dir, "k"), cgroupRoot: "/" + c.Run.Name(n.Name)}
 	rn.socket = filepath.Join(rn.dir, "containerd.sock")
 	for _, d := range []string{"ctd-root", "ctd-state", "kubelet", "pod-logs"} {
@@ -47,16 +49,22 @@ func (c *Cluster) startRealNode(ctx context.Context, n *Node) error {
 		}
 	}
 	n.real = rn
+	cniBin, cniConf := filepath.Join(n.CNIDir, "bin"), filepath.Join(n.CNIDir, "net.d")
+	if c.opts.Bare {
+		if rn.mountns, err = c.bareMountns(ctx, n); err != nil {
+			return err
+		}
+		cniBin, cniConf = "/opt/cni/bin", "/etc/cni/net.d"
+	}
 	// containerd's CRI sets up every sandbox's loopback with the "loopback" plugin from its
 	// plugin directory, as on every node: Debian's containernetworking-plugins has it.
 	if err := os.Symlink("/usr/lib/cni/loopback", filepath.Join(n.CNIDir, "bin", "loopback")); err != nil && !os.IsExist(err) {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(rn.dir, "containerd.toml"), []byte(rn.containerdConfig(n)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(rn.dir, "containerd.toml"), []byte(rn.containerdConfig(cniBin, cniConf, !c.opts.Bare)), 0o644); err != nil {
 		return err
 	}
-	var err error
-	rn.containerd, err = c.Run.Start(harness.ProcSpec{Name: "containerd-" + n.Name, Netns: n.Netns, HostMounts: true,
+	rn.containerd, err = c.Run.Start(harness.ProcSpec{Name: "containerd-" + n.Name, Netns: n.Netns, HostMounts: true, Mountns: rn.mountns,
 		Path: "containerd", Args: []string{"--config", filepath.Join(rn.dir, "containerd.toml")}, StopTimeout: 10 * time.Second})
 	if err != nil {
 		return err
@@ -85,7 +93,7 @@ func (c *Cluster) startRealNode(ctx context.Context, n *Node) error {
 	if err := os.WriteFile(filepath.Join(rn.dir, "kubelet.yaml"), []byte(rn.kubeletConfig(c, n)), 0o644); err != nil {
 		return err
 	}
-	rn.kubelet, err = c.Run.Start(harness.ProcSpec{Name: "kubelet-" + n.Name, Netns: n.Netns, HostMounts: true,
+	rn.kubelet, err = c.Run.Start(harness.ProcSpec{Name: "kubelet-" + n.Name, Netns: n.Netns, HostMounts: true, Mountns: rn.mountns,
 		Path: filepath.Join(c.kubeBinDir, "kubelet"), Args: []string{
 			"--config", filepath.Join(rn.dir, "kubelet.yaml"),
 			"--kubeconfig", n.Kubeconfig,
@@ -105,9 +113,10 @@ func (rn *realNode) ctr(ctx context.Context, args ...string) (string, error) {
 
 // containerdConfig is the node's containerd: its own root, state and sockets; the CRI plugin
 // with the upstream pause image as the sandbox, the CNI directories the agent installs into,
-// runc with cgroupfs, network namespaces under its state directory (inside the run), and
+// runc with cgroupfs, network namespaces under its state directory (inside the run) unless
+// the node has a mount namespace of its own (then in /var/run/netns, as on a host), and
 // OOM score adjustments limited to what this machine allows.
-func (rn *realNode) containerdConfig(n *Node) string {
+func (rn *realNode) containerdConfig(cniBin, cniConf string, netnsUnderState bool) string {
 	return fmt.Sprintf(`version = 2
 root = %[1]q
 state = %[2]q
@@ -121,7 +130,7 @@ state = %[2]q
   path = %[6]q
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = %[7]q
-  netns_mounts_under_state_dir = true
+  netns_mounts_under_state_dir = %[11]t
   # These machines withhold CAP_SYS_RESOURCE: a sandbox's oom_score_adj of -998 would
   # fail runc's init; keep every container's at or above containerd's own.
   restrict_oom_score_adj = true
@@ -138,7 +147,7 @@ state = %[2]q
         Root = %[10]q
 `, filepath.Join(rn.dir, "ctd-root"), filepath.Join(rn.dir, "ctd-state"), rn.socket, rn.socket+".ttrpc",
 		filepath.Join(rn.dir, "ctd-debug.sock"), filepath.Join(rn.dir, "ctd-opt"), images.Pause,
-		filepath.Join(n.CNIDir, "bin"), filepath.Join(n.CNIDir, "net.d"), filepath.Join(rn.dir, "runc"))
+		cniBin, cniConf, filepath.Join(rn.dir, "runc"), netnsUnderState)
 }
 
 // kubeletConfig is the node's KubeletConfiguration: serving on the node IP with webhook

@@ -150,6 +150,10 @@ type NodeOptions struct {
 	// node IP, the Open_vSwitch table has no external_ids, there is no br-int or br-phy, and
 	// ovn-controller is not started (call StartOVNController once the chassis is configured).
 	SkipChassis bool
+	// NoOVS, with SkipChassis, starts no daemon at all: the node is its namespace and its
+	// underlay address on eth0, and Dir is empty, for Open vSwitch deployed onto the node
+	// (as the manifests' DaemonSet does) to use as its run directory.
+	NoOVS bool
 	// EncapType is ovn-encap-type; default "geneve". The userspace datapath also tunnels
 	// "vxlan"; it has no STT (a chassis registers with it, but no packet goes through).
 	EncapType string
@@ -286,6 +290,10 @@ func (r *Run) StartNode(ctx context.Context, name string, opts NodeOptions) (*No
 		return nil, err
 	}
 
+	if opts.NoOVS {
+		success = true
+		return n, nil
+	}
 	n.ovsdb, err = r.startDB(ctx, name+"-ovsdb-server", n.Netns, n.Dir, "db", ovsSchema,
 		// Where ovs-vsctl set-manager puts further remotes, as the packaged ovs-ctl does.
 		"--remote=db:Open_vSwitch,Open_vSwitch,manager_options")

@@ -25,8 +25,11 @@ type ProcSpec struct {
 	// `ip netns exec` gives each process a mount namespace of its own, and kubelet and
 	// containerd must see each other's mounts.
 	HostMounts bool
-	Path       string
-	Args       []string
+	// Mountns, with HostMounts, is a mount namespace to enter too (the path of a bind-mounted
+	// namespace file), instead of staying in the root one.
+	Mountns string
+	Path    string
+	Args    []string
 	// Env is added to the harness's own environment.
 	Env []string
 	Dir string
@@ -100,6 +103,8 @@ func (r *Run) Start(spec ProcSpec) (*Proc, error) {
 	}
 	path, args := spec.Path, spec.Args
 	switch {
+	case spec.Netns != "" && spec.HostMounts && spec.Mountns != "":
+		path, args = "nsenter", append([]string{"--net=/run/netns/" + spec.Netns, "--mount=" + spec.Mountns, "--", spec.Path}, spec.Args...)
 	case spec.Netns != "" && spec.HostMounts:
 		path, args = "nsenter", append([]string{"--net=/run/netns/" + spec.Netns, "--", spec.Path}, spec.Args...)
 	case spec.Netns != "":
