@@ -29,6 +29,12 @@ const (
 	Busybox = "registry.k8s.io/e2e-test-images/busybox:1.37.0-1"
 	Agnhost = "registry.k8s.io/e2e-test-images/agnhost:2.56"
 	CoreDNS = "registry.k8s.io/coredns/coredns:v1.12.1"
+	// JessieDnsutils is the upstream e2e suite's DNS prober image: bash and dig, here on
+	// the agnhost image's Debian root filesystem.
+	JessieDnsutils = "registry.k8s.io/e2e-test-images/jessie-dnsutils:1.7"
+	// Nginx is the upstream e2e suite's web server image: Debian's nginx serving its
+	// default page on port 80.
+	Nginx = "registry.k8s.io/e2e-test-images/nginx:1.14-4"
 	// Workload is test/cmd/ovnt-workload, the end-to-end tests' server (see package probe),
 	// by the name their pod specs use; containerd knows it as
 	// docker.io/library/ovnt-workload:latest.
@@ -44,6 +50,9 @@ type Sources struct {
 	// (harness.EnsureAgnhostRootfs); empty: none, agnhost alone.
 	AgnhostRootfs string
 	CoreDNS       string // github.com/coredns/coredns at the image's version, static
+	// NginxRootfs is a tar of a Debian root filesystem with nginx (harness.EnsureNginxRootfs);
+	// empty: no Nginx image.
+	NginxRootfs string
 	// Workload is test/cmd/ovnt-workload, static.
 	Workload string
 }
@@ -87,6 +96,12 @@ func Write(dir string, s Sources) ([]string, error) {
 		{name: CoreDNS, files: []file{{path: "coredns", mode: 0o755, src: s.CoreDNS}}, entrypoint: []string{"/coredns"}},
 		{name: "docker.io/library/" + Workload + ":latest", files: append(bb, file{path: "ovnt-workload", mode: 0o755, src: s.Workload}),
 			entrypoint: []string{"/ovnt-workload"}},
+	}
+	if s.AgnhostRootfs != "" {
+		all = append(all, image{name: JessieDnsutils, base: s.AgnhostRootfs, cmd: []string{"/bin/bash"}})
+	}
+	if s.NginxRootfs != "" {
+		all = append(all, image{name: Nginx, base: s.NginxRootfs, entrypoint: []string{"/usr/sbin/nginx", "-g", "daemon off;"}})
 	}
 	var paths []string
 	for _, img := range all {

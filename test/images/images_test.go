@@ -40,7 +40,8 @@ func TestWrite(t *testing.T) {
 	if err := os.WriteFile(rootfs, base.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	paths, err := Write(dir, Sources{Pause: bin, Busybox: bb, Agnhost: bin, AgnhostRootfs: rootfs, CoreDNS: bin, Workload: bin})
+	paths, err := Write(dir, Sources{Pause: bin, Busybox: bb, Agnhost: bin, AgnhostRootfs: rootfs, CoreDNS: bin, Workload: bin,
+		NginxRootfs: rootfs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,6 +51,8 @@ func TestWrite(t *testing.T) {
 		Agnhost:                                  {"agnhost", "coredns", "./usr/bin/bash"},
 		CoreDNS:                                  {"coredns"},
 		"docker.io/library/ovnt-workload:latest": {"ovnt-workload", "bin/test"},
+		JessieDnsutils:                           {"./usr/bin/bash"},
+		Nginx:                                    {"./usr/bin/bash"},
 	}
 	if len(paths) != len(want) {
 		t.Fatalf("%d archives, want %d", len(paths), len(want))
