@@ -10,17 +10,26 @@ package images
 import (
 	"archive/tar"
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/sha256"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Upstream names of the images.
@@ -84,6 +93,12 @@ func Write(dir string, s Sources) ([]string, error) {
 	}
 	// Images append their own files to the busybox userland: each gets a copy.
 	bb = slices.Clip(bb)
+	// agnhost porter serves TLS with ./localhost.crt and ./localhost.key by default (the
+	// upstream image carries a pair at /); the upstream Proxy tests reach it so.
+	crt, key, err := localhostCert()
+	if err != nil {
+		return nil, err
+	}
 	all := []image{
 		{name: Pause, files: []file{{path: "pause", mode: 0o755, src: s.Pause}}, entrypoint: []string{"/pause"}},
 		{name: Busybox, files: bb, cmd: []string{"sh"}},
@@ -91,7 +106,8 @@ func Write(dir string, s Sources) ([]string, error) {
 		// Debian root filesystem carries the shell tools upstream's image has, and
 		// /coredns, which some DNS tests run inside it.
 		{name: Agnhost, base: s.AgnhostRootfs, files: []file{
-			{path: "agnhost", mode: 0o755, src: s.Agnhost}, {path: "coredns", mode: 0o755, src: s.CoreDNS}},
+			{path: "agnhost", mode: 0o755, src: s.Agnhost}, {path: "coredns", mode: 0o755, src: s.CoreDNS},
+			{path: "localhost.crt", mode: 0o644, src: "inline:" + crt}, {path: "localhost.key", mode: 0o600, src: "inline:" + key}},
 			entrypoint: []string{"/agnhost"}, cmd: []string{"pause"}},
 		{name: CoreDNS, files: []file{{path: "coredns", mode: 0o755, src: s.CoreDNS}}, entrypoint: []string{"/coredns"}},
 		{name: "docker.io/library/" + Workload + ":latest", files: append(bb, file{path: "ovnt-workload", mode: 0o755, src: s.Workload}),
@@ -277,4 +293,33 @@ func (img image) layer() ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// localhostCert is a self-signed certificate for 127.0.0.1, ::1 and localhost, with its key,
+// both PEM. Nothing verifies it: the API server's pod proxy does not check backends' names.
+func localhostCert() (crt, key string, err error) {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return "", "", err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "localhost"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().AddDate(10, 0, 0),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:     []string{"localhost"},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	if err != nil {
+		return "", "", err
+	}
+	kder, err := x509.MarshalECPrivateKey(k)
+	if err != nil {
+		return "", "", err
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
+		string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})), nil
 }
