@@ -12,7 +12,7 @@ LDFLAGS     := -X github.com/ovn-transparent/ovn-transparent/internal/cliapp.ver
 TEST_FLAGS  ?= -count=1 -timeout 30m
 export OVNT_CACHE_DIR ?= /var/cache/ovn-transparent
 
-.PHONY: all build build-windows models lint lint-deploy images deploy-test deps kube-binaries test test-unit test-integration bench bench-services bench-netpol conformance sandbox sandbox-down clean
+.PHONY: all build build-windows models lint lint-deploy images deploy-test deps kube-binaries test test-unit test-integration bench bench-services bench-netpol conformance e2e-upstream sandbox sandbox-down clean
 
 all: build
 
@@ -99,6 +99,18 @@ bench-netpol: deps build kube-binaries
 conformance: deps build kube-binaries
 	OVNT_BIN_DIR=$(abspath $(BIN)) OVNT_CONFORMANCE=all $(GO) test -count=1 -timeout 240m -v \
 	  -run 'TestNoPolicyAllAllowed|TestCyclonus' ./test/conformance/
+
+# The upstream Kubernetes e2e suite (e2e.test of the cluster's release, built once into
+# $(OVNT_CACHE_DIR)) against a cluster of real nodes: UPSTREAM_SETS of conformance
+# ([sig-network] Conformance), netpol ([Feature:NetworkPolicy]) and network (all of
+# [sig-network]); test/upstream/not-applicable.txt says what is left out and why. Results per
+# test: $(OUT)/upstream/<set>/results.md, with the JUnit report. See docs/upstream-e2e.md.
+UPSTREAM_SETS ?= conformance,netpol,network
+e2e-upstream: deps build kube-binaries
+	$(GO) run ./test/cmd/kube-binaries -e2e >/dev/null
+	@mkdir -p $(OUT)/upstream
+	OVNT_BIN_DIR=$(abspath $(BIN)) OVNT_UPSTREAM_SETS=$(UPSTREAM_SETS) OVNT_UPSTREAM_OUT=$(abspath $(OUT))/upstream \
+	  $(GO) test -count=1 -timeout 300m -v -run TestUpstream ./test/upstream/suite/
 
 # The unit tier: no root, no Kubernetes binaries, no network namespace; its only daemon is an
 # ovsdb-server in a temporary directory (Debian's openvswitch-common). Tests of the other

@@ -146,6 +146,8 @@ func TestServices(t *testing.T) {
 		e.updateService("web", func(s *corev1.Service) {
 			s.Spec.Type = corev1.ServiceTypeNodePort
 			s.Spec.Ports = s.Spec.Ports[:1] // ports change too: UDP and SCTP go
+			// Affinity comes back in the next subtest: it has no template.
+			s.Spec.SessionAffinity, s.Spec.SessionAffinityConfig = corev1.ServiceAffinityNone, nil
 		})
 		web = e.getService("web")
 		np = web.Spec.Ports[0].NodePort
@@ -175,6 +177,33 @@ func TestServices(t *testing.T) {
 		}
 		if out := e.nbctl("--bare", "--columns=variables", "find", "chassis_template_var", "chassis=chassis-1"); out != "NODEIP=172.18.0.1" {
 			t.Errorf("chassis-1 template variables %q", out)
+		}
+	})
+
+	// Session affinity on a NodePort: northd writes an affinity VIP into commit_lb_aff as a
+	// quoted literal that ovn-controller does not expand, so a ^NODEIP template there fails
+	// to parse and vswitchd rejects ovn-controller's whole flow bundle (every pod of every
+	// node lost its updates: the upstream affinity NodePort Conformance test found it).
+	// The cluster LB gets a VIP per node IP instead, and no flow names the template.
+	t.Run("NodePort with session affinity: a VIP per node IP, no template", func(t *testing.T) {
+		e := parent.in(t)
+		e.updateService("web", func(s *corev1.Service) {
+			s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
+			s.Spec.SessionAffinityConfig = &corev1.SessionAffinityConfig{ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: ptr.To(int32(5))}}
+		})
+		e.eventually("a NodePort VIP per node IP", func() (bool, string) {
+			out := e.lbGet("Service_default/web_TCP_cluster")
+			return strings.Contains(out, fmt.Sprintf(`"172.18.0.1:%d"=`, np)) && strings.Contains(out, fmt.Sprintf(`"172.18.0.2:%d"=`, np)) &&
+				!strings.Contains(out, "^NODEIP") && !strings.Contains(out, "template=") && strings.Contains(out, `affinity_timeout="5"`), out
+		})
+		e.nbctl("--wait=sb", "sync")
+		out, err := e.central.SBCtl(e.ctx, "lflow-list", "node1")
+		if err != nil || strings.Contains(out, "^NODEIP") {
+			t.Errorf("a logical flow of node1's switch still names ^NODEIP with affinity on (%v)", err)
+		}
+		if !strings.Contains(out, fmt.Sprintf("ip4.dst == 172.18.0.2 && tcp.dst == %d", np)) ||
+			!strings.Contains(out, fmt.Sprintf(`commit_lb_aff(vip = "172.18.0.2:%d"`, np)) {
+			t.Errorf("node1's switch has no load-balancing and affinity flows for node2's NodePort %d", np)
 		}
 	})
 

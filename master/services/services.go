@@ -54,9 +54,23 @@ const (
 // it does not implement wants no rows.
 func Wanted(svc *corev1.Service) bool { return svcmodel.Implemented(svc) }
 
-// HasLocalPolicy reports whether svc has per-node load balancers, which depend on the nodes.
+// HasLocalPolicy reports whether svc's load balancers depend on the nodes: per-node load
+// balancers, or NodePorts with session affinity, which have a VIP per node IP
+// (addNodePortVIPs).
 func HasLocalPolicy(svc *corev1.Service) bool {
-	return svcmodel.ExternalLocal(svc) || svcmodel.InternalLocal(svc)
+	return svcmodel.ExternalLocal(svc) || svcmodel.InternalLocal(svc) || affinityNodePorts(svc)
+}
+
+func affinityNodePorts(svc *corev1.Service) bool {
+	if svc.Spec.SessionAffinity != corev1.ServiceAffinityClientIP {
+		return false
+	}
+	for _, p := range svc.Spec.Ports {
+		if p.NodePort != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Rows returns the load balancer rows svc wants, given its EndpointSlices, the nodes and the
@@ -68,7 +82,7 @@ func Rows(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, nodes []Node, p
 	}
 	c, problems := buildConfig(svc, eps, policy)
 	lbs := clusterLBs(c)
-	addNodePortVIPs(c, lbs)
+	addNodePortVIPs(c, lbs, nodes)
 	maps.Copy(lbs, nodeRouterLBs(c, nodes))
 	maps.Copy(lbs, nodeSwitchLBs(c, nodes))
 	return lbs.rows(), problems

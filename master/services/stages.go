@@ -51,19 +51,34 @@ func clusterLBID(c config, p portConfig) nb.ID {
 // address northd adds an lr_in_unsnat flow that keeps the first packet out of the SNAT
 // zone, but not for a template VIP, so with the template the first packet would miss
 // lb_force_snat_ip and the connection break (OVN 23.03).
-func addNodePortVIPs(c config, lbs lbSet) {
+//
+// With session affinity there is no template: northd writes an affinity VIP into its
+// logical flows as a quoted literal, which ovn-controller does not expand, so "^NODEIP"
+// fails to parse there and vswitchd rejects the whole flow bundle, leaving every node's
+// data plane without its updates. Such a Service gets one VIP per node IP instead (nodes
+// without an IP have none yet); Rows is then redone as nodes change (HasLocalPolicy).
+func addNodePortVIPs(c config, lbs lbSet, nodes []Node) {
 	if c.etpLocal {
 		return
 	}
+	_, affinity := c.options["affinity_timeout"]
 	for _, p := range c.ports {
 		if p.port.NodePort == 0 {
 			continue
 		}
 		l := lbs[clusterLBID(c, p)]
-		l.vips["^"+NodeIPVar+":"+strconv.Itoa(int(p.port.NodePort))] = p.backends
+		if affinity {
+			for _, n := range nodes {
+				if n.IP.IsValid() {
+					l.vips[vip(n.IP, p.port.NodePort)] = p.backends
+				}
+			}
+		} else {
+			l.vips["^"+NodeIPVar+":"+strconv.Itoa(int(p.port.NodePort))] = p.backends
+			l.opts["template"] = "true"
+			l.opts["address-family"] = "ipv4"
+		}
 		l.vips[vip(contract.NodePortGatewayIP, p.port.NodePort)] = p.backends
-		l.opts["template"] = "true"
-		l.opts["address-family"] = "ipv4"
 	}
 }
 

@@ -150,13 +150,18 @@ func TestAddNodePortVIPs(t *testing.T) {
 		{"ITP Local still has its NodePorts in the cluster LB", func(c *config) { c.ports[0].port.NodePort, c.itpLocal = 30080, true },
 			map[string]lb{"lb-cluster tcp": {name: "Service_ns/web_TCP_cluster", proto: svcmodel.TCP,
 				vips: map[string]string{"^NODEIP:30080": b, "169.254.100.1:30080": b}, opts: template, refs: []nb.ID{lbGroup}}}},
+		{"session affinity: a VIP per node IP, no template (ovn-controller cannot parse one)", func(c *config) {
+			c.ports[0].port.NodePort, c.options["affinity_timeout"] = 30080, "10800"
+		}, map[string]lb{"lb-cluster tcp": {name: "Service_ns/web_TCP_cluster", proto: svcmodel.TCP,
+			vips: map[string]string{"10.96.0.10:80": b, "172.18.0.1:30080": b, "172.18.0.2:30080": b, "169.254.100.1:30080": b},
+			opts: clusterOpts("affinity_timeout", "10800"), refs: []nb.ID{lbGroup}}}},
 		{"ETP Local: none", func(c *config) { c.ports[0].port.NodePort, c.etpLocal = 30080, true },
 			map[string]lb{"lb-cluster tcp": {name: "Service_ns/web_TCP_cluster", proto: svcmodel.TCP,
 				vips: map[string]string{"10.96.0.10:80": b}, opts: clusterOpts(), refs: []nb.ID{lbGroup}}}},
 	} {
 		c := conf(tc.mod)
 		lbs := clusterLBs(c)
-		addNodePortVIPs(c, lbs)
+		addNodePortVIPs(c, lbs, append(nodes, Node{Name: "node3", HasSwitch: true}))
 		if got := flat(lbs); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s:\n got %+v\nwant %+v", tc.name, got, tc.want)
 		}
@@ -230,6 +235,28 @@ func TestNodeSwitchLBs(t *testing.T) {
 	} {
 		if got := flat(nodeSwitchLBs(conf(tc.mod), withNodes)); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s:\n got %+v\nwant %+v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestHasLocalPolicyAffinityNodePort: a NodePort Service with ClientIP affinity has a VIP
+// per node IP, so its rows depend on the nodes; without affinity or without a NodePort they
+// do not.
+func TestHasLocalPolicyAffinityNodePort(t *testing.T) {
+	mk := func(affinity corev1.ServiceAffinity, nodePort int32) *corev1.Service {
+		return &corev1.Service{Spec: corev1.ServiceSpec{SessionAffinity: affinity,
+			Ports: []corev1.ServicePort{{Port: 80, NodePort: nodePort}}}}
+	}
+	for _, tc := range []struct {
+		svc  *corev1.Service
+		want bool
+	}{
+		{mk(corev1.ServiceAffinityClientIP, 30080), true},
+		{mk(corev1.ServiceAffinityClientIP, 0), false},
+		{mk(corev1.ServiceAffinityNone, 30080), false},
+	} {
+		if got := HasLocalPolicy(tc.svc); got != tc.want {
+			t.Errorf("affinity %s, nodePort %d: HasLocalPolicy %v, want %v", tc.svc.Spec.SessionAffinity, tc.svc.Spec.Ports[0].NodePort, got, tc.want)
 		}
 	}
 }

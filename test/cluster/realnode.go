@@ -305,11 +305,14 @@ func (c *Cluster) imageArchives(ctx context.Context) ([]string, error) {
 		if c.imagesErr = os.MkdirAll(dir, 0o755); c.imagesErr != nil {
 			return
 		}
-		var coredns, rootfs string
+		var coredns, rootfs, nginx string
 		if coredns, c.imagesErr = harness.EnsureCoreDNS(ctx, c.Run.Logf); c.imagesErr != nil {
 			return
 		}
 		if rootfs, c.imagesErr = harness.EnsureAgnhostRootfs(ctx, c.Run.Logf); c.imagesErr != nil {
+			return
+		}
+		if nginx, c.imagesErr = harness.EnsureNginxRootfs(ctx, c.Run.Logf); c.imagesErr != nil {
 			return
 		}
 		c.imagesList, c.imagesErr = images.Write(dir, images.Sources{
@@ -317,6 +320,7 @@ func (c *Cluster) imageArchives(ctx context.Context) ([]string, error) {
 			Busybox:       "/bin/busybox",
 			Agnhost:       filepath.Join(c.kubeBinDir, "agnhost"),
 			AgnhostRootfs: rootfs,
+			NginxRootfs:   nginx,
 			CoreDNS:       coredns,
 			Workload:      filepath.Join(c.BinDir, "ovnt-workload"),
 		})

@@ -156,6 +156,9 @@ type kubeBuild struct {
 	logf    func(string, ...any)
 	goBin   string
 	env     []string
+	// tools are the packages the module records (default kubePackages, prefixed with
+	// k8s.io/kubernetes/); e2ebuild.go sets its own.
+	tools []string
 }
 
 func (b *kubeBuild) srcDir() string  { return filepath.Join(b.verDir, "src") }
@@ -166,6 +169,15 @@ func (b *kubeBuild) logPath() string { return filepath.Join(b.verDir, "build.log
 func (b *kubeBuild) stagingVersion() string { return "v0" + strings.TrimPrefix(b.version, "v1") }
 
 func (b *kubeBuild) run(ctx context.Context) error {
+	if err := b.setUp(ctx); err != nil {
+		return err
+	}
+	return b.buildInto(ctx, filepath.Join(b.verDir, "bin"))
+}
+
+// setUp finds the go command, empties the module directory and the log, and prepares the
+// module.
+func (b *kubeBuild) setUp(ctx context.Context) error {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		return fmt.Errorf("the go command is needed to build Kubernetes: %w", err)
@@ -181,10 +193,7 @@ func (b *kubeBuild) run(ctx context.Context) error {
 	if err := os.WriteFile(b.logPath(), nil, 0o644); err != nil {
 		return err
 	}
-	if err := b.prepareModule(ctx); err != nil {
-		return err
-	}
-	return b.buildInto(ctx, filepath.Join(b.verDir, "bin"))
+	return b.prepareModule(ctx)
 }
 
 // kubeBuildEnv is the caller's environment (so the normal GOMODCACHE, GOCACHE, GOPROXY and
@@ -265,8 +274,8 @@ func (b *kubeBuild) prepareModule(ctx context.Context) error {
 	// tags, still records the modules the three commands need.
 	var tools strings.Builder
 	tools.WriteString("//go:build tools\n\n// Package tools only records the Kubernetes commands this module builds.\npackage tools\n\nimport (\n")
-	for _, p := range kubePackages {
-		fmt.Fprintf(&tools, "\t_ %q\n", "k8s.io/kubernetes/"+p)
+	for _, p := range b.toolPackages() {
+		fmt.Fprintf(&tools, "\t_ %q\n", p)
 	}
 	tools.WriteString(")\n")
 	if err := os.WriteFile(filepath.Join(b.srcDir(), "tools.go"), []byte(tools.String()), 0o644); err != nil {
@@ -277,6 +286,17 @@ func (b *kubeBuild) prepareModule(ctx context.Context) error {
 	// need them, and without -e tidy fails on them.
 	_, err = b.goCmd(ctx, "go mod tidy", "mod", "tidy", "-e")
 	return err
+}
+
+func (b *kubeBuild) toolPackages() []string {
+	if b.tools != nil {
+		return b.tools
+	}
+	var pkgs []string
+	for _, p := range kubePackages {
+		pkgs = append(pkgs, "k8s.io/kubernetes/"+p)
+	}
+	return pkgs
 }
 
 // stagingModules returns the module paths a k8s.io/kubernetes go.mod replaces with ./staging.
@@ -300,15 +320,7 @@ func (b *kubeBuild) buildInto(ctx context.Context, binDir string) error {
 		return err
 	}
 	defer os.RemoveAll(tmp) // a no-op once renamed
-	ldflags := strings.Join([]string{
-		"-s", "-w",
-		// Without these the binaries report v0.0.0, and the apiserver's /version with them.
-		"-X", "k8s.io/component-base/version.gitVersion=" + b.version,
-		"-X", "k8s.io/component-base/version.gitMajor=1",
-		"-X", "k8s.io/component-base/version.gitMinor=" + b.minor,
-		"-X", "k8s.io/component-base/version.gitTreeState=clean",
-	}, " ")
-	args := []string{"build", "-trimpath", "-ldflags=" + ldflags, "-o", tmp + string(filepath.Separator)}
+	args := []string{"build", "-trimpath", "-ldflags=" + b.ldflags(), "-o", tmp + string(filepath.Separator)}
 	for _, p := range kubePackages {
 		args = append(args, "k8s.io/kubernetes/"+p)
 	}
@@ -341,6 +353,18 @@ func (b *kubeBuild) buildInto(ctx context.Context, binDir string) error {
 		return err
 	}
 	return os.Rename(tmp, binDir)
+}
+
+// ldflags strip the binaries and stamp the release into them: without the stamp they report
+// v0.0.0, and the apiserver's /version with them.
+func (b *kubeBuild) ldflags() string {
+	return strings.Join([]string{
+		"-s", "-w",
+		"-X", "k8s.io/component-base/version.gitVersion=" + b.version,
+		"-X", "k8s.io/component-base/version.gitMajor=1",
+		"-X", "k8s.io/component-base/version.gitMinor=" + b.minor,
+		"-X", "k8s.io/component-base/version.gitTreeState=clean",
+	}, " ")
 }
 
 // goCmd runs the go command in the throwaway module, appending its output to the build log;

@@ -19,9 +19,25 @@ var AgnhostRootfsPackages = []string{"bash", "curl", "netcat-openbsd", "dnsutils
 // minute) into <cache>/images/agnhost-rootfs-bookworm.tar. Documentation, manual pages and
 // translations are left out. Safe to call from many processes at once.
 func EnsureAgnhostRootfs(ctx context.Context, logf func(string, ...any)) (string, error) {
-	out := filepath.Join(KubeCacheDir(), "images", "agnhost-rootfs-bookworm.tar")
-	return ensureCached(ctx, out, "agnhost root filesystem (mmdebstrap of Debian 12)", logf, isRegular, func(tmp string) error {
-		args := []string{"--quiet", "--format=tar", "--variant=essential", "--include=" + strings.Join(AgnhostRootfsPackages, ",")}
+	return ensureDebianRootfs(ctx, "agnhost", AgnhostRootfsPackages, logf)
+}
+
+// NginxRootfsPackages are the Debian packages of the nginx image's root filesystem (the
+// upstream e2e suite's registry.k8s.io/e2e-test-images/nginx).
+var NginxRootfsPackages = []string{"nginx-light"}
+
+// EnsureNginxRootfs is EnsureAgnhostRootfs for NginxRootfsPackages:
+// <cache>/images/nginx-rootfs-bookworm.tar.
+func EnsureNginxRootfs(ctx context.Context, logf func(string, ...any)) (string, error) {
+	return ensureDebianRootfs(ctx, "nginx", NginxRootfsPackages, logf)
+}
+
+// ensureDebianRootfs makes <cache>/images/<name>-rootfs-bookworm.tar once. The file name
+// does not say which packages it holds: change a package list, change the name too.
+func ensureDebianRootfs(ctx context.Context, name string, packages []string, logf func(string, ...any)) (string, error) {
+	out := filepath.Join(KubeCacheDir(), "images", name+"-rootfs-bookworm.tar")
+	return ensureCached(ctx, out, name+" root filesystem (mmdebstrap of Debian 12)", logf, isRegular, func(tmp string) error {
+		args := []string{"--quiet", "--format=tar", "--variant=essential", "--include=" + strings.Join(packages, ",")}
 		for _, p := range []string{"/usr/share/man/*", "/usr/share/doc/*", "/usr/share/locale/*", "/usr/share/info/*"} {
 			args = append(args, "--dpkgopt=path-exclude="+p)
 		}

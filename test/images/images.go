@@ -10,17 +10,26 @@ package images
 import (
 	"archive/tar"
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/sha256"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Upstream names of the images.
@@ -29,6 +38,12 @@ const (
 	Busybox = "registry.k8s.io/e2e-test-images/busybox:1.37.0-1"
 	Agnhost = "registry.k8s.io/e2e-test-images/agnhost:2.56"
 	CoreDNS = "registry.k8s.io/coredns/coredns:v1.12.1"
+	// JessieDnsutils is the upstream e2e suite's DNS prober image: bash and dig, here on
+	// the agnhost image's Debian root filesystem.
+	JessieDnsutils = "registry.k8s.io/e2e-test-images/jessie-dnsutils:1.7"
+	// Nginx is the upstream e2e suite's web server image: Debian's nginx serving its
+	// default page on port 80.
+	Nginx = "registry.k8s.io/e2e-test-images/nginx:1.14-4"
 	// Workload is test/cmd/ovnt-workload, the end-to-end tests' server (see package probe),
 	// by the name their pod specs use; containerd knows it as
 	// docker.io/library/ovnt-workload:latest.
@@ -44,6 +59,9 @@ type Sources struct {
 	// (harness.EnsureAgnhostRootfs); empty: none, agnhost alone.
 	AgnhostRootfs string
 	CoreDNS       string // github.com/coredns/coredns at the image's version, static
+	// NginxRootfs is a tar of a Debian root filesystem with nginx (harness.EnsureNginxRootfs);
+	// empty: no Nginx image.
+	NginxRootfs string
 	// Workload is test/cmd/ovnt-workload, static.
 	Workload string
 }
@@ -75,6 +93,12 @@ func Write(dir string, s Sources) ([]string, error) {
 	}
 	// Images append their own files to the busybox userland: each gets a copy.
 	bb = slices.Clip(bb)
+	// agnhost porter serves TLS with ./localhost.crt and ./localhost.key by default (the
+	// upstream image carries a pair at /); the upstream Proxy tests reach it so.
+	crt, key, err := localhostCert()
+	if err != nil {
+		return nil, err
+	}
 	all := []image{
 		{name: Pause, files: []file{{path: "pause", mode: 0o755, src: s.Pause}}, entrypoint: []string{"/pause"}},
 		{name: Busybox, files: bb, cmd: []string{"sh"}},
@@ -82,11 +106,18 @@ func Write(dir string, s Sources) ([]string, error) {
 		// Debian root filesystem carries the shell tools upstream's image has, and
 		// /coredns, which some DNS tests run inside it.
 		{name: Agnhost, base: s.AgnhostRootfs, files: []file{
-			{path: "agnhost", mode: 0o755, src: s.Agnhost}, {path: "coredns", mode: 0o755, src: s.CoreDNS}},
+			{path: "agnhost", mode: 0o755, src: s.Agnhost}, {path: "coredns", mode: 0o755, src: s.CoreDNS},
+			{path: "localhost.crt", mode: 0o644, src: "inline:" + crt}, {path: "localhost.key", mode: 0o600, src: "inline:" + key}},
 			entrypoint: []string{"/agnhost"}, cmd: []string{"pause"}},
 		{name: CoreDNS, files: []file{{path: "coredns", mode: 0o755, src: s.CoreDNS}}, entrypoint: []string{"/coredns"}},
 		{name: "docker.io/library/" + Workload + ":latest", files: append(bb, file{path: "ovnt-workload", mode: 0o755, src: s.Workload}),
 			entrypoint: []string{"/ovnt-workload"}},
+	}
+	if s.AgnhostRootfs != "" {
+		all = append(all, image{name: JessieDnsutils, base: s.AgnhostRootfs, cmd: []string{"/bin/bash"}})
+	}
+	if s.NginxRootfs != "" {
+		all = append(all, image{name: Nginx, base: s.NginxRootfs, entrypoint: []string{"/usr/sbin/nginx", "-g", "daemon off;"}})
 	}
 	var paths []string
 	for _, img := range all {
@@ -262,4 +293,33 @@ func (img image) layer() ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// localhostCert is a self-signed certificate for 127.0.0.1, ::1 and localhost, with its key,
+// both PEM. Nothing verifies it: the API server's pod proxy does not check backends' names.
+func localhostCert() (crt, key string, err error) {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return "", "", err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "localhost"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().AddDate(10, 0, 0),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:     []string{"localhost"},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	if err != nil {
+		return "", "", err
+	}
+	kder, err := x509.MarshalECPrivateKey(k)
+	if err != nil {
+		return "", "", err
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
+		string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})), nil
 }

@@ -6,6 +6,8 @@ import (
 	"archive/tar"
 	"bytes"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"io"
@@ -40,16 +42,19 @@ func TestWrite(t *testing.T) {
 	if err := os.WriteFile(rootfs, base.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	paths, err := Write(dir, Sources{Pause: bin, Busybox: bb, Agnhost: bin, AgnhostRootfs: rootfs, CoreDNS: bin, Workload: bin})
+	paths, err := Write(dir, Sources{Pause: bin, Busybox: bb, Agnhost: bin, AgnhostRootfs: rootfs, CoreDNS: bin, Workload: bin,
+		NginxRootfs: rootfs})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string][]string{
 		Pause:                                    {"pause"},
 		Busybox:                                  {"bin/busybox", "bin/sh", "bin/wget", "etc/passwd", "tmp/"},
-		Agnhost:                                  {"agnhost", "coredns", "./usr/bin/bash"},
+		Agnhost:                                  {"agnhost", "coredns", "./usr/bin/bash", "localhost.crt", "localhost.key"},
 		CoreDNS:                                  {"coredns"},
 		"docker.io/library/ovnt-workload:latest": {"ovnt-workload", "bin/test"},
+		JessieDnsutils:                           {"./usr/bin/bash"},
+		Nginx:                                    {"./usr/bin/bash"},
 	}
 	if len(paths) != len(want) {
 		t.Fatalf("%d archives, want %d", len(paths), len(want))
@@ -94,6 +99,15 @@ func TestWrite(t *testing.T) {
 		for _, n := range names {
 			if _, ok := inLayer[n]; !ok {
 				t.Errorf("%s: no %s in its layer", m.RepoTags[0], n)
+			}
+		}
+		if m.RepoTags[0] == Agnhost {
+			// porter's TLS ports load this pair: it must be one, for 127.0.0.1.
+			pair, err := tls.X509KeyPair(inLayer["localhost.crt"], inLayer["localhost.key"])
+			if err != nil {
+				t.Errorf("agnhost localhost.crt/key: %v", err)
+			} else if cert, err := x509.ParseCertificate(pair.Certificate[0]); err != nil || cert.VerifyHostname("127.0.0.1") != nil {
+				t.Errorf("agnhost localhost.crt is not for 127.0.0.1 (%v)", err)
 			}
 		}
 	}

@@ -20,12 +20,20 @@ import (
 
 func main() {
 	version := flag.String("version", harness.KubeVersion, "Kubernetes release to build (v1.X.Y)")
+	e2e := flag.Bool("e2e", false, "also build the release's upstream e2e suite (e2e.test) and ginkgo (make e2e-upstream)")
 	flag.Parse()
 	log.SetFlags(log.Ltime)
 	log.SetPrefix("kube-binaries: ")
 	dir, err := run(*version)
 	if err != nil {
 		log.Fatal(err)
+	}
+	if *e2e {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if _, err := harness.EnsureE2EBinaries(ctx, *version, func(format string, args ...any) { log.Printf(format, args...) }); err != nil {
+			log.Fatal(err)
+		}
 	}
 	fmt.Println(dir)
 }

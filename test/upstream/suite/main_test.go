@@ -1,0 +1,45 @@
+//go:build linux
+
+// Package suite runs the upstream Kubernetes e2e suite (e2e.test of harness.KubeVersion,
+// with ginkgo) against a test cluster of real kubelet and containerd nodes running
+// ovn-transparent: the [sig-network] Conformance tests, the NetworkPolicy tests and the
+// wider [sig-network] set, leaving out only what test/upstream/not-applicable.txt lists with
+// a reason. `make e2e-upstream` runs it; see docs/upstream-e2e.md.
+package suite
+
+import (
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/ovn-transparent/ovn-transparent/test/cluster"
+	"github.com/ovn-transparent/ovn-transparent/test/harness"
+)
+
+var (
+	run *harness.Run
+	cl  *cluster.Cluster
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv("OVNT_UPSTREAM_SETS") == "" {
+		// make test leaves the suite to make e2e-upstream: no cluster for nothing.
+		fmt.Fprintln(os.Stderr, "upstream e2e: not run without OVNT_UPSTREAM_SETS (make e2e-upstream)")
+		os.Exit(0)
+	}
+	os.Exit(cluster.RunTests(m, cluster.MainOptions{
+		Name: "upstream e2e",
+		// Three schedulable nodes: several upstream tests place pods on two different
+		// nodes and need a third to stay out of their way (HostPort, session affinity).
+		Cluster:  cluster.Options{RealNodes: true, Nodes: []string{"node1", "node2", "node3"}},
+		Programs: []string{"containerd", "runc", "ctr", "nsenter", "busybox", "/usr/lib/cni/loopback"},
+		Timeout:  8 * time.Minute,
+		Started:  func(r *harness.Run, c *cluster.Cluster) { run, cl = r, c },
+		Logf:     logf,
+	}))
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05.000")}, args...)...)
+}
