@@ -28,6 +28,12 @@ type MainOptions struct {
 	Logf   func(format string, args ...any)
 }
 
+// Logf prints a line to standard error after the time of day: the test packages' log of
+// their shared cluster (MainOptions.Logf).
+func Logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05.000")}, args...)...)
+}
+
 // RunTests is a TestMain around one cluster that every test of a package shares: it is the
 // integration tier (nothing under -short), fails on CI and skips elsewhere when a program is
 // missing, starts the cluster, runs the tests, and tears everything down, keeping the logs

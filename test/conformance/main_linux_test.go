@@ -44,9 +44,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func logf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05.000")}, args...)...)
-}
+var logf = cluster.Logf
 
 // sharedRunner starts the cluster and cyclonus' pods once.
 func sharedRunner(t *testing.T) *runner {

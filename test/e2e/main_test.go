@@ -39,9 +39,7 @@ func TestMain(m *testing.M) {
 	}))
 }
 
-func logf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05.000")}, args...)...)
-}
+var logf = cluster.Logf
 
 // dumpOVN prints what an operator would look at first when something failed.
 func dumpOVN() {

@@ -40,6 +40,4 @@ func TestMain(m *testing.M) {
 	}))
 }
 
-func logf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05.000")}, args...)...)
-}
+var logf = cluster.Logf
