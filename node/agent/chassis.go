@@ -73,6 +73,11 @@ func setupChassis(ctx context.Context, cfg Config, sw *ovs.Switch, host hostnet.
 			return contract.NodeChassisInfo{}, hostnet.NodeAddress{}, err
 		}
 	}
+	if cfg.OpenFlowListen != "" {
+		if err := ensureListeners(ctx, cfg, sw); err != nil {
+			return contract.NodeChassisInfo{}, hostnet.NodeAddress{}, err
+		}
+	}
 	encapIP := cfg.EncapIP
 	if !encapIP.IsValid() {
 		encapIP = addr.IP.Addr()
@@ -128,4 +133,19 @@ func mgmtPort(cfg Config, mac net.HardwareAddr) ovs.Port {
 		p.MAC = mac.String()
 	}
 	return p
+}
+
+// ensureListeners opens a remote chassis' listeners: its database at cfg.OVSDBListen (a
+// Manager row) and br-int at cfg.OpenFlowListen (the bridge's one controller, passive). The
+// SSL row goes: the remote ovn-controller reads the node's database and would apply that
+// row's files (paths on this host) over its own; the listeners' TLS files are on the OVS
+// daemons' command lines instead.
+func ensureListeners(ctx context.Context, cfg Config, sw *ovs.Switch) error {
+	if _, err := sw.RemoveSSL(ctx); err != nil {
+		return err
+	}
+	if err := sw.EnsureManager(ctx, cfg.OVSDBListen); err != nil {
+		return err
+	}
+	return sw.EnsureController(ctx, IntegrationBridge, cfg.OpenFlowListen)
 }
