@@ -32,6 +32,7 @@ func flags() []cli.Flag {
 		cliapp.String("ovs-address", contract.OVSAddress, "local Open_vSwitch database"),
 		cliapp.String("ovsdb-listen", "", "remote chassis (docs/remote-chassis.md): where the database listens for the ovn-controller on another host, written as a manager target: pssl:PORT[:IP] (ptcp: only with --listen-plaintext); TLS files on ovsdb-server's command line. Goes with --openflow-listen; empty: a local ovn-controller"),
 		cliapp.String("openflow-listen", "", "remote chassis: br-int's passive controller target for that ovn-controller's OpenFlow: pssl:PORT[:IP] (ptcp: only with --listen-plaintext); TLS files on ovs-vswitchd's command line"),
+		cliapp.Bool("ovn-bridge-remote", false, "remote chassis: also write external_ids:ovn-bridge-remote (--openflow-listen as a client dials it, at the node's address), for an ovn-controller of OVN 24.09 or later, which then needs no OpenFlow relay (chassis-relay --openflow-port 0)"),
 		cliapp.Bool("listen-plaintext", false, "allow ptcp: in --ovsdb-listen and --openflow-listen: the node's database and br-int open to anyone on the network"),
 		cliapp.String("encap-type", "geneve", "tunnel encapsulation: geneve, or stt (needs an OVS build up to 3.5)"),
 		cliapp.String("encap-ip", "", "tunnel endpoint address; empty means the node's InternalIP"),
@@ -70,6 +71,7 @@ func configFrom(c *cli.Context) (Config, error) {
 		OVSAddress:         c.String("ovs-address"),
 		OVSDBListen:        c.String("ovsdb-listen"),
 		OpenFlowListen:     c.String("openflow-listen"),
+		BridgeRemote:       c.Bool("ovn-bridge-remote"),
 		EncapType:          c.String("encap-type"),
 		MTU:                c.Int("mtu"),
 		DatapathType:       c.String("datapath-type"),
@@ -119,6 +121,9 @@ func validateListeners(c Config, plaintext bool) error {
 		return fmt.Errorf("--ovsdb-listen and --openflow-listen go together")
 	}
 	if c.OVSDBListen == "" {
+		if c.BridgeRemote {
+			return fmt.Errorf("--ovn-bridge-remote needs --openflow-listen")
+		}
 		return nil
 	}
 	if c.SBClientCert != "" {

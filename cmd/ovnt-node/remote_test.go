@@ -21,6 +21,7 @@ func TestNodeConfigListeners(t *testing.T) {
 		want string
 	}{
 		{[]string{"--ovsdb-listen", "pssl:6640"}, "go together"},
+		{[]string{"--ovn-bridge-remote"}, "needs --openflow-listen"},
 		{[]string{"--openflow-listen", "pssl:6653"}, "go together"},
 		{[]string{"--ovsdb-listen", "ptcp:6640", "--openflow-listen", "pssl:6653"}, "--listen-plaintext"},
 		{[]string{"--ovsdb-listen", "ssl:1.2.3.4:6640", "--openflow-listen", "pssl:6653"}, "want pssl:PORT"},

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 	"runtime"
+	"strings"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/node/hostnet"
@@ -89,6 +90,9 @@ func setupChassis(ctx context.Context, cfg Config, sw *ovs.Switch, host hostnet.
 	if cfg.UplinkIface != "" {
 		ch.BridgeMappings = contract.PhysicalNetwork + ":" + cfg.GatewayBridge
 	}
+	if cfg.BridgeRemote {
+		ch.BridgeRemote = bridgeRemote(cfg.OpenFlowListen, encapIP)
+	}
 	systemID, err := sw.EnsureChassis(ctx, ch)
 	if err != nil {
 		return contract.NodeChassisInfo{}, hostnet.NodeAddress{}, err
@@ -148,4 +152,16 @@ func ensureListeners(ctx context.Context, cfg Config, sw *ovs.Switch) error {
 		return err
 	}
 	return sw.EnsureController(ctx, IntegrationBridge, cfg.OpenFlowListen)
+}
+
+// bridgeRemote is the OpenFlow listener listen ("pssl:6653[:IP]") as a client on another
+// host dials it: ssl: (or tcp: for ptcp:) at the listener's IP, else at the node's address.
+func bridgeRemote(listen string, node netip.Addr) string {
+	scheme, rest, _ := strings.Cut(listen, ":")
+	port, ip, _ := strings.Cut(rest, ":")
+	ip = strings.Trim(ip, "[]") // OVS writes an IPv6 listener address in brackets
+	if ip == "" {
+		ip = node.String()
+	}
+	return strings.TrimPrefix(scheme, "p") + ":" + net.JoinHostPort(ip, port)
 }

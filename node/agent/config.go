@@ -40,6 +40,9 @@ type Config struct {
 	// apply over its own files.
 	OVSDBListen    string
 	OpenFlowListen string
+	// BridgeRemote writes external_ids:ovn-bridge-remote, the node's OpenFlow listener as
+	// an ovn-controller of OVN 24.09 or later dials it (that one needs no OpenFlow relay).
+	BridgeRemote bool
 
 	// UplinkIface, if set, is moved into GatewayBridge, which takes over the node's
 	// address; contract.PhysicalNetwork names it in ovn-bridge-mappings.

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -22,8 +23,8 @@ const remoteNode = "node4"
 // TestRemoteChassis: the remote node registers with its own encap IP and nothing of OVN
 // runs in its namespace; its pods reach and are reached by pods on a local-mode node and on
 // itself; a Service answers with a backend on it and from it; a NetworkPolicy holds on it;
-// and a crash of the controller host leaves the installed flows forwarding, and its return
-// programs new pods again.
+// and a crash of the controller host leaves the installed flows forwarding for as long as
+// it is away, and its return brings the changes made meanwhile and programs new pods.
 func TestRemoteChassis(t *testing.T) {
 	rn := cl.Node(remoteNode)
 	if rn == nil || rn.Remote == nil {
@@ -103,12 +104,22 @@ func TestRemoteChassis(t *testing.T) {
 
 	t.Run("controller host restart", func(t *testing.T) {
 		rn.Remote.Kill()
-		// br-int is fail_mode=secure: without its controller it keeps the flows it has.
+		// br-int is fail_mode=secure: without its controller it keeps the flows it has, also
+		// after a while.
 		expectAnswer(t, podNetns(t, a), c.Status.PodIP, ns+"/c", aIP)
+		// A Service made while the controller is away reaches node4's flows only when it
+		// returns.
+		ports := []corev1.ContainerPort{{Name: "tcp", ContainerPort: tcpPort, Protocol: corev1.ProtocolTCP}}
+		startPod(t, workloadPod(ns, "late", "node1", "late", ports...))
+		late := createService(t, newService(ns, "late", "late", svcPort("http", corev1.ProtocolTCP, 80, tcpPort)))
+		waitAnswer(t, podNetns(t, c), tcp, addrPort(late.Spec.ClusterIP, 80), ns+"/late")
+		time.Sleep(10 * time.Second)
 		expectAnswer(t, podNetns(t, c), a.Status.PodIP, ns+"/a", cIP)
+		expectNoAnswer(t, podNetns(t, a), tcp, addrPort(late.Spec.ClusterIP, 80))
 		if err := rn.Remote.Start(ctx); err != nil {
 			t.Fatal(err)
 		}
+		waitAnswer(t, podNetns(t, a), tcp, addrPort(late.Spec.ClusterIP, 80), ns+"/late")
 		// A pod created after the return is programmed by the new controller.
 		d := startPod(t, podSpec(ns, "d", remoteNode))
 		expectAnswer(t, podNetns(t, d), c.Status.PodIP, ns+"/c", netip.MustParseAddr(d.Status.PodIP))
