@@ -242,7 +242,11 @@ func (c *Cluster) addNode(ctx context.Context, name string) (n *Node, err error)
 	// ovn-controller waits for the chassis settings the agent writes, as the ovn-host
 	// service does on a real node.
 	if c.opts.RemoteNodes[name] {
-		n.Remote, err = c.Run.StartRemoteController(ctx, hn, harness.RemoteControllerOptions{Relay: filepath.Join(c.BinDir, "ovnt-node")})
+		cert, err := c.Central.PKI.IssueRemoteController(name)
+		if err != nil {
+			return nil, err
+		}
+		n.Remote, err = c.Run.StartRemoteController(ctx, hn, harness.RemoteControllerOptions{Relay: filepath.Join(c.BinDir, "ovnt-node"), Cert: cert})
 		if err != nil {
 			return nil, err
 		}
@@ -278,8 +282,9 @@ func (c *Cluster) addNode(ctx context.Context, name string) (n *Node, err error)
 }
 
 // remoteListenerCert is the TLS identity of a remote chassis' listeners: a server
-// certificate for the node's address, letting in the chassis CA's clients (the remote
-// controller presents the node's chassis certificate, to the SB and to the node alike).
+// certificate for the node's address, letting in only the remote-controller CA's clients
+// (the remote controller presents its certificate to the SB and to the node alike; an
+// ordinary chassis' key opens neither listener).
 func (c *Cluster) remoteListenerCert(ctx context.Context, name string) (harness.Cert, error) {
 	ip, err := c.Run.NodeIP(ctx, name)
 	if err != nil {
@@ -289,7 +294,7 @@ func (c *Cluster) remoteListenerCert(ctx context.Context, name string) (harness.
 	if err != nil {
 		return harness.Cert{}, err
 	}
-	cert.CAFile = c.Central.PKI.ChassisCACert
+	cert.CAFile = c.Central.PKI.RemoteCACert
 	return cert, nil
 }
 

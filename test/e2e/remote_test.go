@@ -3,15 +3,20 @@
 package e2e
 
 import (
+	"net"
 	"net/netip"
 	"os/exec"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/ovn-transparent/ovn-transparent/internal/ovsdb"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
+	"github.com/ovn-transparent/ovn-transparent/test/probe"
 )
 
 // remoteNode is the cluster's remote chassis (docs/remote-chassis.md): ovs-vswitchd and
@@ -22,7 +27,9 @@ const remoteNode = "node4"
 
 // TestRemoteChassis: the remote node registers with its own encap IP and nothing of OVN
 // runs in its namespace; its pods reach and are reached by pods on a local-mode node and on
-// itself; a Service answers with a backend on it and from it; a NetworkPolicy holds on it;
+// itself; a Service answers with a backend on it and from it; its pods reach the outside
+// through its gateway router and a NodePort (externalTrafficPolicy Local) at its address
+// reaches its own backend; a NetworkPolicy holds on it;
 // and a crash of the controller host leaves the installed flows forwarding for as long as
 // it is away, and its return brings the changes made meanwhile and programs new pods.
 func TestRemoteChassis(t *testing.T) {
@@ -56,6 +63,24 @@ func TestRemoteChassis(t *testing.T) {
 				t.Errorf("pid %s in %s's namespace is an ovn-controller", pid, remoteNode)
 			}
 		}
+		// The node's database answers the remote controller's certificate, and no other
+		// chassis' (their CA signs ordinary chassis, not remote controllers).
+		dbAddr := net.JoinHostPort(rn.IP, strconv.Itoa(harness.RemoteOVSDBPort))
+		for _, tc := range []struct {
+			who  string
+			cert harness.Cert
+			ok   bool
+		}{{"remote controller", rn.Remote.Cert, true}, {"node1's chassis", cl.Node("node1").SBCert, false}} {
+			cfg, err := ovsdb.ClientTLS(ovsdb.Config{PrivateKeyFile: tc.cert.KeyFile, CertificateFile: tc.cert.CertFile,
+				CACertFile: cl.Central.PKI.CACert}, "ssl:"+dbAddr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dbs, err := harness.ListDBs(rn.Remote.Netns, dbAddr, cfg)
+			if got := err == nil && slices.Contains(strings.Split(dbs, ","), "Open_vSwitch"); got != tc.ok {
+				t.Errorf("list_dbs at %s with %s certificate: %q %v, want answered %v", dbAddr, tc.who, dbs, err, tc.ok)
+			}
+		}
 		// br-int's only controller is the passive TLS listener the remote OpenFlow comes in by.
 		if ctl, err := rn.VSCtl(ctx, "get-controller", "br-int"); err != nil || strings.TrimSpace(ctl) != "pssl:6653" {
 			t.Errorf("br-int controller %q %v, want pssl:6653", ctl, err)
@@ -85,6 +110,26 @@ func TestRemoteChassis(t *testing.T) {
 		backends := []string{ns + "/web-r", ns + "/web-l"}
 		for what, from := range map[string]string{"from the remote node's pod": podNetns(t, a), "from node1's pod": podNetns(t, c)} {
 			t.Run(what, func(t *testing.T) { expectSpread(t, from, tcp, addrPort(svc.Spec.ClusterIP, 80), backends...) })
+		}
+	})
+
+	t.Run("north-south", func(t *testing.T) {
+		srv := &probe.Server{Name: "external", TCP: []uint16{19300}, UDP: []uint16{19301}}
+		if err := harness.InNetns(cl.External.Netns, srv.Start); err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Close()
+		// Egress through node4's gateway router, SNATed to node4's address.
+		expectAnswerPorts(t, podNetns(t, a), cl.External.IP, 19300, 19301, "external", netip.MustParseAddr(rn.IP))
+		// A NodePort with externalTrafficPolicy Local at node4: its own backend (web-r, made
+		// by the service subtest) answers and sees the external host's address.
+		np := newService(ns, "web-local", "web", svcPort("http", corev1.ProtocolTCP, 80, tcpPort))
+		np.Spec.Type = corev1.ServiceTypeNodePort
+		np.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+		svc := createService(t, np)
+		got := waitAnswer(t, cl.External.Netns, tcp, addrPort(rn.IP, nodePort(t, svc, "http")), ns+"/web-r")
+		if got.client != netip.MustParseAddr(cl.External.IP) {
+			t.Errorf("web-r saw %s, want the external host's %s", got.client, cl.External.IP)
 		}
 	})
 

@@ -41,6 +41,8 @@ type RemoteController struct {
 	Netns string // r.Name("rc-" + node)
 	IP    string // on the underlay
 	Dir   string
+	// Cert is what the controller and its relay present (RemoteControllerOptions.Cert).
+	Cert Cert
 
 	opts    RemoteControllerOptions
 	run     *Run
@@ -71,7 +73,7 @@ func (r *Run) StartRemoteController(ctx context.Context, n *Node, opts RemoteCon
 	if err != nil {
 		return nil, err
 	}
-	rc := &RemoteController{Node: n, Netns: r.Name(short), IP: nodeIP(host), Dir: r.Path(short), opts: opts, run: r}
+	rc := &RemoteController{Node: n, Netns: r.Name(short), IP: nodeIP(host), Dir: r.Path(short), Cert: opts.Cert, opts: opts, run: r}
 	if err := os.Mkdir(rc.Dir, 0o755); err != nil {
 		return nil, err
 	}
