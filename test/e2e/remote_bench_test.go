@@ -37,6 +37,8 @@ const packetInRounds = 15
 //     the MAC binding's flow (ovn-controller wrote the binding to the SB and got it back):
 //     a connection in that window loses its first SYN to another ARP round (about 1 s).
 //     arp-warm is a connection after it.
+//   - service: a ClusterIP Service created (its backend on node1) until a pod on the node
+//     connects to it: master, NB, northd, SB, ovn-controller, flows (10 ms resolution).
 //
 // Run it with `go test ./test/e2e -run '^$' -bench RemoteChassis -benchtime 1x`.
 func BenchmarkRemoteChassis(b *testing.B) {
@@ -47,6 +49,7 @@ func BenchmarkRemoteChassis(b *testing.B) {
 	}
 	defer ext.Close()
 	empty := createService(b, newService(ns, "empty", "nothing", svcPort("http", corev1.ProtocolTCP, 80, 8080)))
+	startPod(b, workloadPod(ns, "web", "node1", "web", corev1.ContainerPort{Name: "tcp", ContainerPort: tcpPort, Protocol: corev1.ProtocolTCP}))
 	if b.N > 1 {
 		b.Fatal("run it with -benchtime 1x: every run needs addresses of the external host no gateway router has seen")
 	}
@@ -81,10 +84,19 @@ func BenchmarkRemoteChassis(b *testing.B) {
 				learn = append(learn, measureOnce(b, func() error { return waitMACBindingFlow(cl.Node(node), ip) }))
 				warm = append(warm, measureOnce(b, func() error { return dialFrom(from, addr) }))
 			}
+			var svcs []time.Duration
+			for r := 0; r < packetInRounds; r++ {
+				svc := createService(b, newService(ns, fmt.Sprintf("svc-%s-%d", node, r), "web", svcPort("http", corev1.ProtocolTCP, 80, tcpPort)))
+				start := time.Now()
+				if err := untilConnects(from, net.JoinHostPort(svc.Spec.ClusterIP, "80")); err != nil {
+					b.Fatal(err)
+				}
+				svcs = append(svcs, time.Since(start))
+			}
 			for _, f := range []struct {
 				what string
 				d    []time.Duration
-			}{{"pod-ready", ready}, {"reject", refused}, {"arp-cold", cold}, {"arp-learn", learn}, {"arp-warm", warm}} {
+			}{{"pod-ready", ready}, {"reject", refused}, {"arp-cold", cold}, {"arp-learn", learn}, {"arp-warm", warm}, {"service", svcs}} {
 				p := benchutil.Percentiles(f.d, 50, 100)
 				b.ReportMetric(float64(p[0].Microseconds())/1000, f.what+"-"+kind+"-p50-ms")
 				b.Logf("%-6s %-9s %-9s p50 %8s  max %8s  (%d rounds)", kind, node, f.what, p[0].Round(10*time.Microsecond), p[1].Round(10*time.Microsecond), len(f.d))
@@ -155,5 +167,26 @@ func waitMACBindingFlow(n *cluster.Node, ip string) error {
 			return fmt.Errorf("no MAC binding flow for %s on %s after 10s", ip, n.Name)
 		}
 		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// untilConnects dials addr from netns every 10 ms (each attempt given 10 ms) until a
+// connection is made, for at most 30 s.
+func untilConnects(netns, addr string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := harness.InNetns(netns, func() error {
+			c, err := net.DialTimeout("tcp", addr, 10*time.Millisecond)
+			if err == nil {
+				c.Close()
+			}
+			return err
+		})
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s from %s: %w", addr, netns, err)
+		}
 	}
 }
