@@ -71,6 +71,9 @@ func (r *Relay) Run(ctx context.Context) error {
 	}
 	r.Logger.Info("relaying", "listen", r.Listen, "target", r.Target)
 
+	// A listener that fails for another reason than ctx ends the relay the same way.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var (
 		mu    sync.Mutex
 		conns = map[net.Conn]struct{}{}
@@ -94,14 +97,15 @@ func (r *Relay) Run(ctx context.Context) error {
 		mu.Unlock()
 	})
 	defer stop()
+	var acceptErr error
 	for {
 		down, err := ln.Accept()
 		if err != nil {
-			if ctx.Err() != nil {
-				break
+			if ctx.Err() == nil {
+				acceptErr = fmt.Errorf("chassisrelay: accept: %w", err)
+				cancel()
 			}
-			wg.Wait()
-			return fmt.Errorf("chassisrelay: accept: %w", err)
+			break
 		}
 		track(down, true)
 		wg.Add(1)
@@ -113,7 +117,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	}
 	wg.Wait()
 	os.Remove(r.Listen)
-	return nil
+	return acceptErr
 }
 
 // target splits r.Target into the network to dial and the address.

@@ -22,7 +22,7 @@ import (
 // remoteNode is the cluster's remote chassis (docs/remote-chassis.md): ovs-vswitchd and
 // ovsdb-server in its namespace, no ovn-controller there; its ovn-controller runs on a
 // controller host of its own and reaches the node only over TLS on the underlay, its
-// OpenFlow through `ovnt-node openflow-relay`.
+// database and OpenFlow connections through `ovnt-node chassis-relay`.
 const remoteNode = "node4"
 
 // TestRemoteChassis: the remote node registers with its own encap IP and nothing of OVN
