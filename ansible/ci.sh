@@ -63,6 +63,15 @@ for rule in 'tcp dport 9477 iif "lo" accept' 'tcp dport 9477 ip saddr { 192.0.2.
 	grep -qF -- "$rule" "$render/ovnt-node-health.nft" || { echo "ansible/ci.sh: the health firewall lacks: $rule" >&2; cat "$render/ovnt-node-health.nft" >&2; exit 1; }
 done
 echo "ok: health port firewall"
+# The relay of a remote chassis (docs/remote-chassis.md), for a chassis win1: its flags, and
+# TLS to the node (no --allow-plaintext).
+mapfile -t args < <(exec_args "$render/ovnt-chassis-relay@.service" | sed -e 's/%i/win1/g' -e 's/\${NODE_ADDRESS}/192.0.2.50/')
+[ "${args[0]:-}" = chassis-relay ] || { echo "ansible/ci.sh: ovnt-chassis-relay@.service does not run chassis-relay: ${args[*]}" >&2; exit 1; }
+../_output/bin/ovnt-node "${args[@]}" --help >/dev/null
+if printf '%s\n' "${args[@]}" | grep -q -- --allow-plaintext; then
+	echo "ansible/ci.sh: ovnt-chassis-relay@.service relays in plain TCP" >&2; exit 1
+fi
+echo "ok: ovnt-chassis-relay@.service (${#args[@]} arguments)"
 # The Windows service: its binary path is one command line, which Go splits into os.Args
 # by the Windows rules (ci/winargv.py does the same); first the quoting, then the flags.
 python3 ci/winargv.py "$render/ovnt-node.windows.quoting.path" "$render/ovnt-node.windows.quoting.json" >/dev/null

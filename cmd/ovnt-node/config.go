@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,6 +31,10 @@ func flags() []cli.Flag {
 		cliapp.String("sb-client-key", "", "ovn-controller's private key for ssl: SB remotes"),
 		cliapp.String("sb-ca-cert", "", "CA certificate ovn-controller checks the SB servers against"),
 		cliapp.String("ovs-address", contract.OVSAddress, "local Open_vSwitch database"),
+		cliapp.String("ovsdb-listen", "", "remote chassis (docs/remote-chassis.md): where the database listens for the ovn-controller on another host, written as a manager target: pssl:PORT[:IP] (ptcp: only with --listen-plaintext); TLS files on ovsdb-server's command line. Goes with --openflow-listen; empty: a local ovn-controller"),
+		cliapp.String("openflow-listen", "", "remote chassis: br-int's passive controller target for that ovn-controller's OpenFlow: pssl:PORT[:IP] (ptcp: only with --listen-plaintext); TLS files on ovs-vswitchd's command line"),
+		cliapp.Bool("ovn-bridge-remote", false, "remote chassis: also write external_ids:ovn-bridge-remote (--openflow-listen as a client dials it, at the node's address), for an ovn-controller of OVN 24.09 or later, which then needs no OpenFlow relay (chassis-relay --openflow-port 0)"),
+		cliapp.Bool("listen-plaintext", false, "allow ptcp: in --ovsdb-listen and --openflow-listen: the node's database and br-int open to anyone on the network"),
 		cliapp.String("encap-type", "geneve", "tunnel encapsulation: geneve, or stt (needs an OVS build up to 3.5)"),
 		cliapp.String("encap-ip", "", "tunnel endpoint address; empty means the node's InternalIP"),
 		cliapp.Int("mtu", 1400, "pod interface MTU (the underlay's minus the tunnel overhead)"),
@@ -67,6 +72,9 @@ func configFrom(c *cli.Context) (Config, error) {
 		SBClientKey:        c.String("sb-client-key"),
 		SBCACert:           c.String("sb-ca-cert"),
 		OVSAddress:         c.String("ovs-address"),
+		OVSDBListen:        c.String("ovsdb-listen"),
+		OpenFlowListen:     c.String("openflow-listen"),
+		BridgeRemote:       c.Bool("ovn-bridge-remote"),
 		EncapType:          c.String("encap-type"),
 		MTU:                c.Int("mtu"),
 		DatapathType:       c.String("datapath-type"),
@@ -104,7 +112,39 @@ func configFrom(c *cli.Context) (Config, error) {
 	if cfg.AllowedExternalIPs, err = contract.ParseExternalIPCIDRs(c.String(contract.FlagAllowedExternalIPCIDRs)); err != nil {
 		return Config{}, err
 	}
+	if err := validateListeners(cfg, c.Bool("listen-plaintext")); err != nil {
+		return Config{}, err
+	}
 	return cfg, validate(cfg)
+}
+
+// validateListeners checks a remote chassis' listener targets: both or neither, passive
+// TLS unless the operator allowed plain TCP, and no SB identity on the node (the remote
+// controller holds it).
+func validateListeners(c Config, plaintext bool) error {
+	if (c.OVSDBListen == "") != (c.OpenFlowListen == "") {
+		return fmt.Errorf("--ovsdb-listen and --openflow-listen go together")
+	}
+	if c.OVSDBListen == "" {
+		if c.BridgeRemote {
+			return fmt.Errorf("--ovn-bridge-remote needs --openflow-listen")
+		}
+		return nil
+	}
+	if c.SBClientCert != "" {
+		return fmt.Errorf("--sb-client-cert with --ovsdb-listen: a remote chassis' SB identity belongs to its remote ovn-controller, and an SSL row here would override that controller's own files")
+	}
+	for flag, t := range map[string]string{"--ovsdb-listen": c.OVSDBListen, "--openflow-listen": c.OpenFlowListen} {
+		scheme, rest, _ := strings.Cut(t, ":")
+		port, _, _ := strings.Cut(rest, ":")
+		if _, err := strconv.ParseUint(port, 10, 16); err != nil || (scheme != "pssl" && scheme != "ptcp") {
+			return fmt.Errorf("%s %q: want pssl:PORT[:IP]", flag, t)
+		}
+		if scheme == "ptcp" && !plaintext {
+			return fmt.Errorf("%s %q is plain TCP: use pssl:, or say --listen-plaintext", flag, t)
+		}
+	}
+	return nil
 }
 
 // ovsRunDir is where ovs-vswitchd's sockets are: as given, else beside a unix: database

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"github.com/urfave/cli/v2"
 
@@ -28,7 +29,7 @@ func main() {
 
 func newApp() *cli.App {
 	app := cliapp.New("ovnt-node", "OVN chassis set-up and CNI server of one node", flags(), run)
-	app.Commands = append(app.Commands, doctorCommand())
+	app.Commands = append(app.Commands, doctorCommand(), relayCommand())
 	return app
 }
 
@@ -40,12 +41,18 @@ func run(c *cli.Context) error {
 	// SIGTERM is how kubelet and systemd stop the agent; pods keep their network.
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	logger := log.New(winsvc.LogOutput(os.Stderr), "", log.LstdFlags|log.Lmicroseconds)
-	lg := funcr.New(func(prefix, args string) {
-		logger.Println(prefix, args)
-	}, funcr.Options{Verbosity: c.Int("log-level")})
+	lg := newLogger(c.Int("log-level"))
 	// As a Windows service, the service manager's Stop ends ctx too.
 	return winsvc.Run(ctx, "ovnt-node", func(ctx context.Context) error {
 		return agent.Run(ctx, cfg, lg.WithName("ovnt-node"))
 	})
+}
+
+// newLogger logs to standard error (or, as a Windows service, where winsvc says) at the
+// given verbosity.
+func newLogger(verbosity int) logr.Logger {
+	logger := log.New(winsvc.LogOutput(os.Stderr), "", log.LstdFlags|log.Lmicroseconds)
+	return funcr.New(func(prefix, args string) {
+		logger.Println(prefix, args)
+	}, funcr.Options{Verbosity: verbosity})
 }

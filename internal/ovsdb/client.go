@@ -421,3 +421,18 @@ func (cfg *Config) loadCA() (*x509.CertPool, error) {
 	}
 	return pool, nil
 }
+
+// ClientTLS returns the TLS settings New uses with the ssl: remote, for another program of
+// ours that dials an OVS ssl: target itself (the OpenFlow relay of a remote chassis): cfg's
+// client certificate and CA, read again on every handshake, and the server's certificate
+// checked as tlsConfig says.
+func ClientTLS(cfg Config, remote string) (*tls.Config, error) {
+	remotes, err := parseRemotes(remote)
+	if err != nil {
+		return nil, err
+	}
+	if len(remotes) != 1 || !usesSSL(remotes) {
+		return nil, fmt.Errorf("ovsdb: %q: want one ssl:HOST:PORT", remote)
+	}
+	return cfg.tlsConfig(remotes)
+}

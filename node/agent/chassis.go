@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 	"runtime"
+	"strings"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/node/hostnet"
@@ -73,6 +74,11 @@ func setupChassis(ctx context.Context, cfg Config, sw *ovs.Switch, host hostnet.
 			return contract.NodeChassisInfo{}, hostnet.NodeAddress{}, err
 		}
 	}
+	if cfg.OpenFlowListen != "" {
+		if err := ensureListeners(ctx, cfg, sw); err != nil {
+			return contract.NodeChassisInfo{}, hostnet.NodeAddress{}, err
+		}
+	}
 	encapIP := cfg.EncapIP
 	if !encapIP.IsValid() {
 		encapIP = addr.IP.Addr()
@@ -83,6 +89,9 @@ func setupChassis(ctx context.Context, cfg Config, sw *ovs.Switch, host hostnet.
 	}
 	if cfg.UplinkIface != "" {
 		ch.BridgeMappings = contract.PhysicalNetwork + ":" + cfg.GatewayBridge
+	}
+	if cfg.BridgeRemote {
+		ch.BridgeRemote = bridgeRemote(cfg.OpenFlowListen, encapIP)
 	}
 	systemID, err := sw.EnsureChassis(ctx, ch)
 	if err != nil {
@@ -128,4 +137,31 @@ func mgmtPort(cfg Config, mac net.HardwareAddr) ovs.Port {
 		p.MAC = mac.String()
 	}
 	return p
+}
+
+// ensureListeners opens a remote chassis' listeners: its database at cfg.OVSDBListen (a
+// Manager row) and br-int at cfg.OpenFlowListen (the bridge's one controller, passive). The
+// SSL row goes: the remote ovn-controller reads the node's database and would apply that
+// row's files (paths on this host) over its own; the listeners' TLS files are on the OVS
+// daemons' command lines instead.
+func ensureListeners(ctx context.Context, cfg Config, sw *ovs.Switch) error {
+	if _, err := sw.RemoveSSL(ctx); err != nil {
+		return err
+	}
+	if err := sw.EnsureManager(ctx, cfg.OVSDBListen); err != nil {
+		return err
+	}
+	return sw.EnsureController(ctx, IntegrationBridge, cfg.OpenFlowListen)
+}
+
+// bridgeRemote is the OpenFlow listener listen ("pssl:6653[:IP]") as a client on another
+// host dials it: ssl: (or tcp: for ptcp:) at the listener's IP, else at the node's address.
+func bridgeRemote(listen string, node netip.Addr) string {
+	scheme, rest, _ := strings.Cut(listen, ":")
+	port, ip, _ := strings.Cut(rest, ":")
+	ip = strings.Trim(ip, "[]") // OVS writes an IPv6 listener address in brackets
+	if ip == "" {
+		ip = node.String()
+	}
+	return strings.TrimPrefix(scheme, "p") + ":" + net.JoinHostPort(ip, port)
 }

@@ -34,6 +34,18 @@ type Config struct {
 	// DatapathType is the type of the bridges: "system" (kernel) or "netdev" (userspace).
 	DatapathType string
 
+	// OVSDBListen and OpenFlowListen, when set, make the node a remote chassis
+	// (docs/remote-chassis.md): its ovn-controller runs on another host and reaches the
+	// database through a manager target ("pssl:6640") and br-int through a passive
+	// controller target ("pssl:6653"). The listeners' TLS files are the OVS daemons'
+	// command-line options: the node keeps no SSL row, which that ovn-controller would
+	// apply over its own files.
+	OVSDBListen    string
+	OpenFlowListen string
+	// BridgeRemote writes external_ids:ovn-bridge-remote, the node's OpenFlow listener as
+	// an ovn-controller of OVN 24.09 or later dials it (that one needs no OpenFlow relay).
+	BridgeRemote bool
+
 	// UplinkIface, if set, is moved into GatewayBridge, which takes over the node's
 	// address; contract.PhysicalNetwork names it in ovn-bridge-mappings.
 	UplinkIface   string

@@ -14,6 +14,9 @@ const (
 	KeyEncapIP        = "ovn-encap-ip"
 	KeyBridgeMappings = "ovn-bridge-mappings"
 	KeyDatapathType   = "ovn-bridge-datapath-type"
+	// KeyBridgeRemote is where an ovn-controller of OVN 24.09 or later dials br-int instead
+	// of <OVS_RUNDIR>/br-int.mgmt (a remote chassis, docs/remote-chassis.md).
+	KeyBridgeRemote = "ovn-bridge-remote"
 )
 
 // Chassis is what the node tells ovn-controller about itself.
@@ -32,6 +35,8 @@ type Chassis struct {
 	// DatapathType is the type ovn-controller gives the bridges it creates (netdev on the
 	// userspace datapath); empty leaves the key alone.
 	DatapathType string
+	// BridgeRemote is ovn-bridge-remote; empty leaves the key alone.
+	BridgeRemote string
 }
 
 // EnsureChassis writes the chassis settings into Open_vSwitch external_ids and returns the
@@ -51,7 +56,7 @@ func (s *Switch) EnsureChassis(ctx context.Context, ch Chassis) (string, error) 
 		KeyEncapType: ch.EncapType,
 		KeyEncapIP:   ch.EncapIP,
 	}
-	for k, v := range map[string]string{KeyRemote: ch.SBRemote, KeyBridgeMappings: ch.BridgeMappings, KeyDatapathType: ch.DatapathType} {
+	for k, v := range map[string]string{KeyRemote: ch.SBRemote, KeyBridgeMappings: ch.BridgeMappings, KeyDatapathType: ch.DatapathType, KeyBridgeRemote: ch.BridgeRemote} {
 		if v != "" {
 			want[k] = v
 		}

@@ -40,10 +40,15 @@ func Connect(ctx context.Context, remote string, logger logr.Logger, reg prometh
 		port   vswitchd.Port
 		iface  vswitchd.Interface
 		ssl    vswitchd.SSL
+		mgr    vswitchd.Manager
+		ctl    vswitchd.Controller
 		tables = []ovsdb.Table{
-			{Model: &ovs, Fields: []interface{}{&ovs.Bridges, &ovs.ExternalIDs, &ovs.SSL}},
+			{Model: &ovs, Fields: []interface{}{&ovs.Bridges, &ovs.ExternalIDs, &ovs.SSL, &ovs.ManagerOptions}},
 			{Model: &ssl, Fields: []interface{}{&ssl.PrivateKey, &ssl.Certificate, &ssl.CaCert}},
-			{Model: &br, Fields: []interface{}{&br.Name, &br.Ports, &br.DatapathType, &br.FailMode, &br.OtherConfig, &br.Protocols}},
+			// A remote chassis' listeners (listener.go).
+			{Model: &mgr, Fields: []interface{}{&mgr.Target}},
+			{Model: &ctl, Fields: []interface{}{&ctl.Target}},
+			{Model: &br, Fields: []interface{}{&br.Name, &br.Ports, &br.DatapathType, &br.FailMode, &br.OtherConfig, &br.Protocols, &br.Controller}},
 			{Model: &port, Fields: []interface{}{&port.Name, &port.Interfaces, &port.ExternalIDs}},
 			// Not the statistics: ovs-vswitchd rewrites them every few seconds, and every
 			// change wakes up every waiter. ofport, which the gateway's rules name ports by,

@@ -236,3 +236,42 @@ func TestEnsureSSL(t *testing.T) {
 		t.Error("EnsureSSL took an incomplete SSL")
 	}
 }
+
+// TestListeners: a remote chassis' manager and br-int controller converge and stay single,
+// an operator's other manager is kept, a stale controller is replaced, and the SSL row goes.
+func TestListeners(t *testing.T) {
+	remote, vsctl := startDB(t)
+	vsctl("add-br", "br-int", "--", "set-controller", "br-int", "tcp:10.0.0.1:6653",
+		"--", "set-manager", "ptcp:6641:127.0.0.1", "--", "set-ssl", "/k.pem", "/c.pem", "/ca.pem")
+	sw := connect(t, remote)
+	ctx := context.Background()
+	for range 2 {
+		if err := sw.EnsureManager(ctx, "pssl:6640"); err != nil {
+			t.Fatal(err)
+		}
+		if err := sw.EnsureController(ctx, "br-int", "pssl:6653"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := vsctl("get-manager"); got != "pssl:6640\nptcp:6641:127.0.0.1" {
+		t.Errorf("get-manager: %q", got)
+	}
+	if got := vsctl("get-controller", "br-int"); got != "pssl:6653" {
+		t.Errorf("get-controller br-int: %q", got)
+	}
+	if got := vsctl("--columns=target", "--bare", "list", "Controller"); got != "pssl:6653" {
+		t.Errorf("Controller rows: %q, want the replaced one gone", got)
+	}
+	for i, want := range []bool{true, false} {
+		removed, err := sw.RemoveSSL(ctx)
+		if err != nil || removed != want {
+			t.Errorf("RemoveSSL #%d: %v %v, want %v", i+1, removed, err, want)
+		}
+	}
+	if got := vsctl("get-ssl"); got != "" {
+		t.Errorf("get-ssl after RemoveSSL: %q", got)
+	}
+	if err := sw.EnsureController(ctx, "br-missing", "pssl:6653"); err == nil {
+		t.Error("EnsureController on a missing bridge: no error")
+	}
+}

@@ -50,6 +50,10 @@ type Options struct {
 	// manifests mount are the node's directories (bare.go). Start returns once every kubelet
 	// has registered its Node, which stays NotReady until a network plugin is installed.
 	Bare bool
+	// RemoteNodes run as remote chassis (docs/remote-chassis.md): no ovn-controller in the
+	// node's namespace; it runs on a controller host of its own and reaches the node's
+	// database and br-int over TLS on the underlay (harness.RemoteController).
+	RemoteNodes map[string]bool
 }
 
 // DefaultAllowedExternalIPs are the ranges a test cluster's Services may claim as external
@@ -85,7 +89,9 @@ type Node struct {
 	CNIDir     string // bin/, net.d/ and the agent's socket
 	agent      *harness.Proc
 	c          *Cluster
-	real       *realNode // with Options.RealNodes
+	// Remote is the node's ovn-controller host when it is a remote chassis (Options.RemoteNodes).
+	Remote *harness.RemoteController
+	real   *realNode // with Options.RealNodes
 }
 
 // Start brings the whole cluster up and returns once every node is Ready.
@@ -225,12 +231,18 @@ func (c *Cluster) StopMaster() error { return c.master.Stop() }
 // KillMaster SIGKILLs ovnt-master.
 func (c *Cluster) KillMaster() { c.master.Kill() }
 
-func (c *Cluster) addNode(ctx context.Context, name string) (*Node, error) {
-	hn, err := c.Run.StartNode(ctx, name, harness.NodeOptions{SkipChassis: true, NoOVS: c.opts.Bare})
+func (c *Cluster) addNode(ctx context.Context, name string) (n *Node, err error) {
+	hopts := harness.NodeOptions{SkipChassis: true, NoOVS: c.opts.Bare}
+	if c.opts.RemoteNodes[name] {
+		if hopts.Listen, err = c.remoteListenerCert(ctx, name); err != nil {
+			return nil, err
+		}
+	}
+	hn, err := c.Run.StartNode(ctx, name, hopts)
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{Node: hn, c: c, CNIDir: filepath.Join(hn.Dir, "cni")}
+	n = &Node{Node: hn, c: c, CNIDir: filepath.Join(hn.Dir, "cni")}
 	for _, d := range []string{"bin", "net.d"} {
 		if err := os.MkdirAll(filepath.Join(n.CNIDir, d), 0o755); err != nil {
 			return nil, err
@@ -247,7 +259,17 @@ func (c *Cluster) addNode(ctx context.Context, name string) (*Node, error) {
 	}
 	// ovn-controller waits for the chassis settings the agent writes, as the ovn-host
 	// service does on a real node.
-	if _, err := hn.StartOVNController(ctx); err != nil {
+	if c.opts.RemoteNodes[name] {
+		cert, err := c.Central.PKI.IssueRemoteController(name)
+		if err != nil {
+			return nil, err
+		}
+		n.Remote, err = c.Run.StartRemoteController(ctx, hn, harness.RemoteControllerOptions{Relay: filepath.Join(c.BinDir, "ovnt-node"), Cert: cert})
+		if err != nil {
+			return nil, err
+		}
+		c.Run.AddCleanup("controller host of "+name, n.Remote.Stop)
+	} else if _, err := hn.StartOVNController(ctx); err != nil {
 		return nil, err
 	}
 	if c.opts.RealNodes {
@@ -277,21 +299,46 @@ func (c *Cluster) addNode(ctx context.Context, name string) (*Node, error) {
 	return n, nil
 }
 
+// remoteListenerCert is the TLS identity of a remote chassis' listeners: a server
+// certificate for the node's address, letting in only the remote-controller CA's clients
+// (the remote controller presents its certificate to the SB and to the node alike; an
+// ordinary chassis' key opens neither listener).
+func (c *Cluster) remoteListenerCert(ctx context.Context, name string) (harness.Cert, error) {
+	ip, err := c.Run.NodeIP(ctx, name)
+	if err != nil {
+		return harness.Cert{}, err
+	}
+	cert, err := c.Central.PKI.IssueServer(name+"-listeners", ip)
+	if err != nil {
+		return harness.Cert{}, err
+	}
+	cert.CAFile = c.Central.PKI.RemoteCACert
+	return cert, nil
+}
+
 // StartAgent starts the node's ovnt-node (again, after StopAgent or KillAgent).
 func (n *Node) StartAgent(ctx context.Context) error {
 	kubeconfig, err := n.agentKubeconfig(ctx)
 	if err != nil {
 		return err
 	}
-	args := append([]string{
+	args := []string{
 		"--node-name", n.Name,
 		"--kubeconfig", kubeconfig,
-		// ovn-controller's TLS identity (common name: the node name), which the agent
-		// writes into the SSL row; the SB's ovn-controller role checks it.
 		"--sb-address", n.SBRemote,
-		"--sb-client-cert", n.SBCert.CertFile,
-		"--sb-client-key", n.SBCert.KeyFile,
-		"--sb-ca-cert", n.SBCert.CAFile,
+	}
+	if n.Listen.CertFile == "" {
+		// ovn-controller's TLS identity (common name: the node name), which the agent
+		// writes into the SSL row; the SB's ovn-controller role checks it. A remote
+		// chassis' controller has it on its own command line, and the node no SSL row.
+		args = append(args, "--sb-client-cert", n.SBCert.CertFile,
+			"--sb-client-key", n.SBCert.KeyFile,
+			"--sb-ca-cert", n.SBCert.CAFile)
+	} else {
+		args = append(args, "--ovsdb-listen", fmt.Sprintf("pssl:%d", harness.RemoteOVSDBPort),
+			"--openflow-listen", fmt.Sprintf("pssl:%d", harness.RemoteOpenFlowPort))
+	}
+	args = append(append(args,
 		"--ovs-address", n.OVSRemote,
 		"--encap-ip", n.IP,
 		"--datapath-type", "netdev",
@@ -303,7 +350,7 @@ func (n *Node) StartAgent(ctx context.Context) error {
 		"--cni-bin-dir", filepath.Join(n.CNIDir, "bin"),
 		"--cni-conf-dir", filepath.Join(n.CNIDir, "net.d"),
 		"--cni-plugin", filepath.Join(n.c.BinDir, "ovnt-cni"),
-	}, n.c.opts.NodeArgs...)
+	), n.c.opts.NodeArgs...)
 	// With real nodes the agent shares the root mount namespace, as on a host: containerd
 	// mounts each pod's network namespace after the agent started, and a mount namespace
 	// of the agent's own (ip netns exec) would not see it.

@@ -25,8 +25,10 @@ var (
 func TestMain(m *testing.M) {
 	os.Exit(cluster.RunTests(m, cluster.MainOptions{
 		Name: "e2e",
-		// node3 is only for TestNodeDeleted, which takes it out of the cluster.
-		Cluster: cluster.Options{Nodes: []string{"node1", "node2", "node3"}, RealNodes: true,
+		// node3 is only for TestNodeDeleted, which takes it out of the cluster. node4 is a
+		// remote chassis (remote_test.go): its ovn-controller runs on a host of its own.
+		Cluster: cluster.Options{Nodes: []string{"node1", "node2", "node3", remoteNode}, RealNodes: true,
+			RemoteNodes: map[string]bool{remoteNode: true},
 			// The harness's OVN central host (TestOVNCentralTLS), and the external host standing
 			// in for another central member whose ports have listeners the test controls
 			// (TestControlPlaneFromPods).

@@ -29,7 +29,7 @@ const (
 func client() kubernetes.Interface { return cl.Kube.Client() }
 
 // testNamespace creates a namespace for one test and deletes it when the test ends.
-func testNamespace(t *testing.T) string {
+func testNamespace(t testing.TB) string {
 	t.Helper()
 	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
 	if len(name) > 50 {
@@ -66,7 +66,7 @@ func podSpec(ns, name, node string) *corev1.Pod {
 }
 
 // startPod creates the pod and waits until it is Ready; it returns the pod as it is then.
-func startPod(t *testing.T, pod *corev1.Pod) *corev1.Pod {
+func startPod(t testing.TB, pod *corev1.Pod) *corev1.Pod {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -76,7 +76,7 @@ func startPod(t *testing.T, pod *corev1.Pod) *corev1.Pod {
 	return waitPodReady(t, ctx, pod.Namespace, pod.Name)
 }
 
-func waitPodReady(t *testing.T, ctx context.Context, ns, name string) *corev1.Pod {
+func waitPodReady(t testing.TB, ctx context.Context, ns, name string) *corev1.Pod {
 	t.Helper()
 	var got *corev1.Pod
 	err := poll.Until(ctx, "pod "+ns+"/"+name+" Ready", 50*time.Millisecond, func() (bool, error) {
@@ -119,7 +119,7 @@ func deletePod(t *testing.T, ns, name string) {
 }
 
 // podNetns is the path of the pod's network namespace.
-func podNetns(t *testing.T, pod *corev1.Pod) string {
+func podNetns(t testing.TB, pod *corev1.Pod) string {
 	t.Helper()
 	n := cl.Node(pod.Spec.NodeName)
 	if n == nil {

@@ -51,7 +51,7 @@ func newService(ns, name, selector string, ports ...corev1.ServicePort) *corev1.
 
 // createService creates svc and returns it as the API server completed it (ClusterIP,
 // node ports).
-func createService(t *testing.T, svc *corev1.Service) *corev1.Service {
+func createService(t testing.TB, svc *corev1.Service) *corev1.Service {
 	t.Helper()
 	got, err := client().CoreV1().Services(svc.Namespace).Create(t.Context(), svc, metav1.CreateOptions{})
 	if err != nil {

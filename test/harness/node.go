@@ -160,6 +160,12 @@ type NodeOptions struct {
 	// SBRemote is ovn-remote; default the run's central over TLS (SBChassisRemote), with a
 	// client certificate of the run's CA for the node (StartOVNCentral must come first).
 	SBRemote string
+	// Listen, when set, makes the node a remote chassis' (remote.go): ovsdb-server and
+	// ovs-vswitchd get these TLS files on their command lines, for the listeners ovnt-node
+	// opens (--ovsdb-listen, --openflow-listen), as a remote chassis' services are
+	// configured (its SSL row stays empty: the remote ovn-controller would take it for its
+	// own). Listen.CAFile is the CA of the clients let in.
+	Listen Cert
 }
 
 // Node is one Kubernetes node: a network namespace on the underlay with its own
@@ -179,6 +185,8 @@ type Node struct {
 	// writes it into the Open_vSwitch SSL row; with SkipChassis that is the caller's job
 	// (ovnt-node's --sb-client-cert, --sb-client-key, --sb-ca-cert).
 	SBCert Cert
+	// Listen is NodeOptions.Listen: the TLS identity of a remote chassis' listeners.
+	Listen Cert
 
 	run *Run
 	// sbCtl is where the harness itself reads the SB: the central's unix socket, or SBRemote
@@ -241,6 +249,7 @@ func (r *Run) StartNode(ctx context.Context, name string, opts NodeOptions) (*No
 		SBRemote:  opts.SBRemote,
 		EncapType: opts.EncapType,
 		SBCert:    sbCert,
+		Listen:    opts.Listen,
 		run:       r,
 		sbCtl:     sbCtl,
 	}
@@ -294,9 +303,13 @@ func (r *Run) StartNode(ctx context.Context, name string, opts NodeOptions) (*No
 		success = true
 		return n, nil
 	}
-	n.ovsdb, err = r.startDB(ctx, name+"-ovsdb-server", n.Netns, n.Dir, "db", ovsSchema,
+	dbArgs := []string{
 		// Where ovs-vsctl set-manager puts further remotes, as the packaged ovs-ctl does.
-		"--remote=db:Open_vSwitch,Open_vSwitch,manager_options")
+		"--remote=db:Open_vSwitch,Open_vSwitch,manager_options"}
+	if opts.Listen.CertFile != "" {
+		dbArgs = append(dbArgs, sslArgs(opts.Listen)...)
+	}
+	n.ovsdb, err = r.startDB(ctx, name+"-ovsdb-server", n.Netns, n.Dir, "db", ovsSchema, dbArgs...)
 	if err != nil {
 		return nil, err
 	}
@@ -351,6 +364,10 @@ func (n *Node) vswitchdDaemon() ovsDaemon {
 	d := ovsDaemon{
 		name: n.Name + "-ovs-vswitchd", bin: "ovs-vswitchd", netns: n.Netns, dir: n.Dir,
 		args: []string{n.OVSRemote},
+	}
+	if n.Listen.CertFile != "" {
+		// For br-int's passive controller target, the remote ovn-controller's OpenFlow.
+		d.args = append(d.args, sslArgs(n.Listen)...)
 	}
 	d.ready = func(ctx context.Context) error {
 		if _, err := ovsCtl(ctx, nil, "ovs-appctl", "--timeout=5", "-t", d.ctlPath(0), "version"); err != nil {

@@ -28,13 +28,17 @@ type PKI struct {
 	// CACert is the main CA's certificate: what every client checks a server against, and
 	// the NB checks its clients against.
 	CACert string
-	// ChassisCACert is the chassis CA's certificate; SBClientCAs is the bundle of both CAs,
-	// what the SB checks its clients against.
+	// ChassisCACert is the chassis CA's certificate; SBClientCAs is the bundle of the CAs
+	// the SB checks its clients against (chassis and remote controllers alike).
 	ChassisCACert string
 	SBClientCAs   string
+	// RemoteCACert is the remote-controller CA's: it signs only the certificates of remote
+	// chassis' ovn-controllers (docs/remote-chassis.md), which the SB accepts as chassis and
+	// the remote nodes' listeners accept, so that no ordinary chassis' key opens those.
+	RemoteCACert string
 
-	mu            sync.Mutex
-	main, chassis *pkitest.CA
+	mu                    sync.Mutex
+	main, chassis, remote *pkitest.CA
 }
 
 // Cert is one certificate the run's CA signed: the paths of its PEM files, and of the CA
@@ -49,12 +53,13 @@ func newPKI(dir string) (*PKI, error) {
 		return nil, err
 	}
 	p := &PKI{Dir: dir, CACert: filepath.Join(dir, "ca.crt"), ChassisCACert: filepath.Join(dir, "chassis-ca.crt"),
-		SBClientCAs: filepath.Join(dir, "sb-client-cas.crt")}
+		SBClientCAs: filepath.Join(dir, "sb-client-cas.crt"), RemoteCACert: filepath.Join(dir, "remote-ca.crt")}
 	var bundle []byte
 	for _, c := range []struct {
 		cn, file string
 		ca       **pkitest.CA
-	}{{"ovnt test OVN CA", p.CACert, &p.main}, {"ovnt test chassis CA", p.ChassisCACert, &p.chassis}} {
+	}{{"ovnt test OVN CA", p.CACert, &p.main}, {"ovnt test chassis CA", p.ChassisCACert, &p.chassis},
+		{"ovnt test remote controller CA", p.RemoteCACert, &p.remote}} {
 		ca, err := pkitest.NewCA(c.cn, time.Now().Add(-time.Hour), 7*24*time.Hour)
 		if err != nil {
 			return nil, err
@@ -71,26 +76,34 @@ func newPKI(dir string) (*PKI, error) {
 // IssueServer signs with the main CA a server certificate with common name cn, valid for the
 // host names and IP addresses in names (the names clients dial, which they check).
 func (p *PKI) IssueServer(cn string, names ...string) (Cert, error) {
-	return p.issue(p.main, cn, x509.ExtKeyUsageServerAuth, names)
+	return p.issue(p.main, cn, cn, x509.ExtKeyUsageServerAuth, names)
 }
 
 // IssueClient signs with the main CA a client certificate with common name cn, for the
 // control plane (the master). Issuing the same cn again returns the existing files.
 func (p *PKI) IssueClient(cn string) (Cert, error) {
-	return p.issue(p.main, cn, x509.ExtKeyUsageClientAuth, nil)
+	return p.issue(p.main, cn, cn, x509.ExtKeyUsageClientAuth, nil)
 }
 
 // IssueChassis signs with the chassis CA a client certificate for the chassis cn: its common
 // name is the chassis name, which the SB's ovn-controller role checks. Issuing the same cn
 // again returns the existing files.
 func (p *PKI) IssueChassis(cn string) (Cert, error) {
-	return p.issue(p.chassis, cn, x509.ExtKeyUsageClientAuth, nil)
+	return p.issue(p.chassis, cn, cn, x509.ExtKeyUsageClientAuth, nil)
 }
 
-func (p *PKI) issue(ca *pkitest.CA, cn string, usage x509.ExtKeyUsage, names []string) (Cert, error) {
+// IssueRemoteController signs with the remote-controller CA a client certificate for the
+// ovn-controller of remote chassis cn (common name: the chassis name, as the SB's RBAC
+// requires). Issuing the same cn again returns the existing files.
+func (p *PKI) IssueRemoteController(cn string) (Cert, error) {
+	return p.issue(p.remote, "remote-"+cn, cn, x509.ExtKeyUsageClientAuth, nil)
+}
+
+// issue signs a certificate with common name cn into <Dir>/<file>.crt and .key.
+func (p *PKI) issue(ca *pkitest.CA, file, cn string, usage x509.ExtKeyUsage, names []string) (Cert, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	base := filepath.Join(p.Dir, cn)
+	base := filepath.Join(p.Dir, file)
 	c := Cert{CertFile: base + ".crt", KeyFile: base + ".key", CAFile: p.CACert}
 	if _, err := os.Stat(c.CertFile); err == nil {
 		return c, nil

@@ -1,0 +1,174 @@
+//go:build linux
+
+package e2e
+
+import (
+	"net"
+	"net/netip"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/ovn-transparent/ovn-transparent/internal/ovsdb"
+	"github.com/ovn-transparent/ovn-transparent/test/harness"
+	"github.com/ovn-transparent/ovn-transparent/test/probe"
+)
+
+// remoteNode is the cluster's remote chassis (docs/remote-chassis.md): ovs-vswitchd and
+// ovsdb-server in its namespace, no ovn-controller there; its ovn-controller runs on a
+// controller host of its own and reaches the node only over TLS on the underlay, its
+// database and OpenFlow connections through `ovnt-node chassis-relay`.
+const remoteNode = "node4"
+
+// TestRemoteChassis: the remote node registers with its own encap IP and nothing of OVN
+// runs in its namespace; its pods reach and are reached by pods on a local-mode node and on
+// itself; a Service answers with a backend on it and from it; its pods reach the outside
+// through its gateway router and a NodePort (externalTrafficPolicy Local) at its address
+// reaches its own backend; a NetworkPolicy holds on it;
+// and a crash of the controller host leaves the installed flows forwarding for as long as
+// it is away, and its return brings the changes made meanwhile and programs new pods.
+func TestRemoteChassis(t *testing.T) {
+	rn := cl.Node(remoteNode)
+	if rn == nil || rn.Remote == nil {
+		t.Fatalf("%s is not a remote chassis in this cluster", remoteNode)
+	}
+	ctx := t.Context()
+
+	t.Run("chassis", func(t *testing.T) {
+		show, err := cl.Central.SBCtl(ctx, "show")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := harness.ChassisEncaps(show)[remoteNode], "geneve "+rn.IP; len(got) != 1 || got[0] != want {
+			t.Errorf("SB chassis %s encaps %v, want [%s]:\n%s", remoteNode, got, want, show)
+		}
+		if st, err := rn.Remote.AppCtl(ctx, "connection-status"); err != nil || strings.TrimSpace(st) != "connected" {
+			t.Errorf("remote ovn-controller connection-status %q %v", st, err)
+		}
+		// The remote controller must not find an SSL row on the node: it would take the row's
+		// files over its own (ovn-controller's update_ssl_config).
+		if ssl, err := rn.VSCtl(ctx, "get-ssl"); err != nil || strings.TrimSpace(ssl) != "" {
+			t.Errorf("the node's SSL row: %q %v, want none", ssl, err)
+		}
+		// Nothing in the node's namespace is an ovn-controller.
+		out, _ := exec.CommandContext(ctx, "ip", "netns", "pids", rn.Netns).Output()
+		for _, pid := range strings.Fields(string(out)) {
+			comm, _ := exec.CommandContext(ctx, "cat", "/proc/"+pid+"/comm").Output()
+			if strings.TrimSpace(string(comm)) == "ovn-controller" {
+				t.Errorf("pid %s in %s's namespace is an ovn-controller", pid, remoteNode)
+			}
+		}
+		// The node's database answers the remote controller's certificate, and no other
+		// chassis' (their CA signs ordinary chassis, not remote controllers).
+		dbAddr := net.JoinHostPort(rn.IP, strconv.Itoa(harness.RemoteOVSDBPort))
+		for _, tc := range []struct {
+			who  string
+			cert harness.Cert
+			ok   bool
+		}{{"remote controller", rn.Remote.Cert, true}, {"node1's chassis", cl.Node("node1").SBCert, false}} {
+			cfg, err := ovsdb.ClientTLS(ovsdb.Config{PrivateKeyFile: tc.cert.KeyFile, CertificateFile: tc.cert.CertFile,
+				CACertFile: cl.Central.PKI.CACert}, "ssl:"+dbAddr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dbs, err := harness.ListDBs(rn.Remote.Netns, dbAddr, cfg)
+			if got := err == nil && slices.Contains(strings.Split(dbs, ","), "Open_vSwitch"); got != tc.ok {
+				t.Errorf("list_dbs at %s with %s certificate: %q %v, want answered %v", dbAddr, tc.who, dbs, err, tc.ok)
+			}
+		}
+		// br-int's only controller is the passive TLS listener the remote OpenFlow comes in by.
+		if ctl, err := rn.VSCtl(ctx, "get-controller", "br-int"); err != nil || strings.TrimSpace(ctl) != "pssl:6653" {
+			t.Errorf("br-int controller %q %v, want pssl:6653", ctl, err)
+		}
+	})
+
+	ns := testNamespace(t)
+	a := startPod(t, podSpec(ns, "a", remoteNode))
+	b := startPod(t, podSpec(ns, "b", remoteNode))
+	c := startPod(t, podSpec(ns, "c", "node1"))
+	aIP, cIP := netip.MustParseAddr(a.Status.PodIP), netip.MustParseAddr(c.Status.PodIP)
+	t.Run("pod to pod", func(t *testing.T) {
+		expectAnswer(t, podNetns(t, a), b.Status.PodIP, ns+"/b", aIP)
+		expectAnswer(t, podNetns(t, a), c.Status.PodIP, ns+"/c", aIP)
+		expectAnswer(t, podNetns(t, c), a.Status.PodIP, ns+"/a", cIP)
+	})
+	t.Run("node and pods", func(t *testing.T) {
+		expectAnswer(t, rn.Netns, a.Status.PodIP, ns+"/a", netip.Addr{})
+		expectAnswer(t, rn.Netns, c.Status.PodIP, ns+"/c", netip.Addr{})
+	})
+
+	t.Run("service", func(t *testing.T) {
+		ports := []corev1.ContainerPort{{Name: "tcp", ContainerPort: tcpPort, Protocol: corev1.ProtocolTCP}}
+		startPod(t, workloadPod(ns, "web-r", remoteNode, "web", ports...))
+		startPod(t, workloadPod(ns, "web-l", "node1", "web", ports...))
+		svc := createService(t, newService(ns, "web", "web", svcPort("http", corev1.ProtocolTCP, 80, tcpPort)))
+		backends := []string{ns + "/web-r", ns + "/web-l"}
+		for what, from := range map[string]string{"from the remote node's pod": podNetns(t, a), "from node1's pod": podNetns(t, c)} {
+			t.Run(what, func(t *testing.T) { expectSpread(t, from, tcp, addrPort(svc.Spec.ClusterIP, 80), backends...) })
+		}
+	})
+
+	t.Run("north-south", func(t *testing.T) {
+		srv := &probe.Server{Name: "external", TCP: []uint16{19300}, UDP: []uint16{19301}}
+		if err := harness.InNetns(cl.External.Netns, srv.Start); err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Close()
+		// Egress through node4's gateway router, SNATed to node4's address.
+		expectAnswerPorts(t, podNetns(t, a), cl.External.IP, 19300, 19301, "external", netip.MustParseAddr(rn.IP))
+		// A NodePort with externalTrafficPolicy Local at node4: its own backend (web-r, made
+		// by the service subtest) answers and sees the external host's address.
+		np := newService(ns, "web-local", "web", svcPort("http", corev1.ProtocolTCP, 80, tcpPort))
+		np.Spec.Type = corev1.ServiceTypeNodePort
+		np.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+		svc := createService(t, np)
+		got := waitAnswer(t, cl.External.Netns, tcp, addrPort(rn.IP, nodePort(t, svc, "http")), ns+"/web-r")
+		if got.client != netip.MustParseAddr(cl.External.IP) {
+			t.Errorf("web-r saw %s, want the external host's %s", got.client, cl.External.IP)
+		}
+	})
+
+	t.Run("network policy", func(t *testing.T) {
+		pns := testNamespace(t)
+		p := startPod(t, podSpec(pns, "p", remoteNode))
+		q := startPod(t, podSpec(pns, "q", "node1"))
+		r := startPod(t, podSpec(pns, "r", remoteNode))
+		pAddr := netip.AddrPortFrom(netip.MustParseAddr(p.Status.PodIP), udpPort)
+		expectAnswer(t, podNetns(t, q), p.Status.PodIP, pns+"/p", netip.MustParseAddr(q.Status.PodIP))
+		denyAllIngress(t, pns)
+		waitNoAnswer(t, podNetns(t, q), "udp", pAddr)
+		expectNoAnswer(t, podNetns(t, r), "tcp", netip.AddrPortFrom(pAddr.Addr(), tcpPort))
+		// Its own node still reaches it (kubelet's probes), as on a local-mode node.
+		expectAnswer(t, rn.Netns, p.Status.PodIP, pns+"/p", mgmtIP(t, remoteNode))
+	})
+
+	t.Run("controller host restart", func(t *testing.T) {
+		rn.Remote.Kill()
+		// br-int is fail_mode=secure: without its controller it keeps the flows it has, also
+		// after a while.
+		expectAnswer(t, podNetns(t, a), c.Status.PodIP, ns+"/c", aIP)
+		// A Service made while the controller is away reaches node4's flows only when it
+		// returns.
+		ports := []corev1.ContainerPort{{Name: "tcp", ContainerPort: tcpPort, Protocol: corev1.ProtocolTCP}}
+		startPod(t, workloadPod(ns, "late", "node1", "late", ports...))
+		late := createService(t, newService(ns, "late", "late", svcPort("http", corev1.ProtocolTCP, 80, tcpPort)))
+		waitAnswer(t, podNetns(t, c), tcp, addrPort(late.Spec.ClusterIP, 80), ns+"/late")
+		time.Sleep(10 * time.Second)
+		expectAnswer(t, podNetns(t, c), a.Status.PodIP, ns+"/a", cIP)
+		expectNoAnswer(t, podNetns(t, a), tcp, addrPort(late.Spec.ClusterIP, 80))
+		if err := rn.Remote.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		waitAnswer(t, podNetns(t, a), tcp, addrPort(late.Spec.ClusterIP, 80), ns+"/late")
+		// A pod created after the return is programmed by the new controller.
+		d := startPod(t, podSpec(ns, "d", remoteNode))
+		expectAnswer(t, podNetns(t, d), c.Status.PodIP, ns+"/c", netip.MustParseAddr(d.Status.PodIP))
+		expectAnswer(t, podNetns(t, c), d.Status.PodIP, ns+"/d", cIP)
+		expectAnswer(t, podNetns(t, a), c.Status.PodIP, ns+"/c", aIP)
+	})
+}
