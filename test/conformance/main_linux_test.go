@@ -17,7 +17,7 @@ import (
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 )
 
-// One cluster (node1, node2) per test binary, started by the first test that needs it and
+// One cluster (node1, and node2 as a remote chassis) per test binary, started by the first test that needs it and
 // shared by all: cyclonus' namespaces x, y, z and the e2e tests' own namespaces.
 var shared struct {
 	once sync.Once
@@ -69,7 +69,10 @@ func sharedRunner(t *testing.T) *runner {
 		// live in OVN, so its pods must be judged exactly like node1's.
 		// Real kubelets label their nodes themselves: the Windows variant keeps the
 		// kubelet stand-in, which labels node2 as it is told.
-		opts := cluster.Options{RealNodes: true}
+		// node2 is a remote chassis (docs/remote-chassis.md): its ovn-controller runs on a
+		// controller host of its own and programs its br-int over TLS, as a Windows node's
+		// does; every case is judged across a local-mode node and a remote one.
+		opts := cluster.Options{RealNodes: true, RemoteNodes: map[string]bool{"node2": true}}
 		if os.Getenv("OVNT_CONFORMANCE_WINDOWS") == "1" {
 			opts = cluster.Options{WindowsNodes: map[string]bool{"node2": true}}
 		}

@@ -30,6 +30,8 @@ const remoteNode = "node4"
 // itself; a Service answers with a backend on it and from it; its pods reach the outside
 // through its gateway router and a NodePort (externalTrafficPolicy Local) at its address
 // reaches its own backend; a NetworkPolicy holds on it;
+// a 30 s cut of the controller host's link leaves the installed flows forwarding and the
+// same controller catches up when it heals;
 // and a crash of the controller host leaves the installed flows forwarding for as long as
 // it is away, and its return brings the changes made meanwhile and programs new pods.
 func TestRemoteChassis(t *testing.T) {
@@ -145,6 +147,48 @@ func TestRemoteChassis(t *testing.T) {
 		expectNoAnswer(t, podNetns(t, r), "tcp", netip.AddrPortFrom(pAddr.Addr(), tcpPort))
 		// Its own node still reaches it (kubelet's probes), as on a local-mode node.
 		expectAnswer(t, rn.Netns, p.Status.PodIP, pns+"/p", mgmtIP(t, remoteNode))
+	})
+
+	t.Run("connection cut", func(t *testing.T) {
+		before := rn.Remote.OVNController().Pid()
+		if err := rn.Remote.Cut(ctx, true); err != nil {
+			t.Fatal(err)
+		}
+		healed := false
+		heal := func() {
+			if !healed {
+				healed = true
+				if err := rn.Remote.Cut(ctx, false); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		defer heal()
+		// 30 s without the controller: longer than every inactivity probe on the way (OVS's
+		// 5 s on the node's listeners, the relay's, ovn-controller's), so the node has dropped
+		// its connections by the end. Installed flows keep forwarding meanwhile.
+		ports := []corev1.ContainerPort{{Name: "tcp", ContainerPort: tcpPort, Protocol: corev1.ProtocolTCP}}
+		startPod(t, workloadPod(ns, "cut", "node1", "cut", ports...))
+		cut := createService(t, newService(ns, "cut", "cut", svcPort("http", corev1.ProtocolTCP, 80, tcpPort)))
+		waitAnswer(t, podNetns(t, c), tcp, addrPort(cut.Spec.ClusterIP, 80), ns+"/cut")
+		deadline := time.Now().Add(30 * time.Second)
+		for time.Now().Before(deadline) {
+			expectAnswer(t, podNetns(t, a), c.Status.PodIP, ns+"/c", aIP)
+			expectAnswer(t, podNetns(t, c), a.Status.PodIP, ns+"/a", cIP)
+			time.Sleep(5 * time.Second)
+		}
+		// The Service made during the cut has not reached the node's flows.
+		expectNoAnswer(t, podNetns(t, a), tcp, addrPort(cut.Spec.ClusterIP, 80))
+		heal()
+		// The same controller reconnects by itself and brings the node up to date.
+		waitAnswer(t, podNetns(t, a), tcp, addrPort(cut.Spec.ClusterIP, 80), ns+"/cut")
+		if st, err := rn.Remote.AppCtl(ctx, "connection-status"); err != nil || strings.TrimSpace(st) != "connected" {
+			t.Errorf("remote ovn-controller connection-status after the cut %q %v", st, err)
+		}
+		if after := rn.Remote.OVNController().Pid(); after != before {
+			t.Errorf("ovn-controller restarted during the cut (pid %d, then %d): the test should see it reconnect", before, after)
+		}
+		expectAnswer(t, podNetns(t, a), c.Status.PodIP, ns+"/c", aIP)
 	})
 
 	t.Run("controller host restart", func(t *testing.T) {

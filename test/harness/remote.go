@@ -162,6 +162,18 @@ func (rc *RemoteController) Kill() {
 	}
 }
 
+// Cut takes the controller host's underlay link down (up again with cut false), as a
+// network failure between it and the node would: both daemons keep running, and their
+// connections to the node and the SB time out or resume on their own.
+func (rc *RemoteController) Cut(ctx context.Context, cut bool) error {
+	state := "up"
+	if cut {
+		state = "down"
+	}
+	_, err := Exec(ctx, rc.ulNetns, "ip", "link", "set", rc.ulPort, state)
+	return err
+}
+
 // OVNController is the running (or last) ovn-controller.
 func (rc *RemoteController) OVNController() *Proc {
 	rc.mu.Lock()
