@@ -47,7 +47,7 @@ func (c *Cluster) WaitPodReady(ctx context.Context, tb testing.TB, ns, name stri
 				return true, nil
 			}
 		}
-		return false, fmt.Errorf("phase %s, conditions %v", p.Status.Phase, p.Status.Conditions)
+		return false, fmt.Errorf("phase %s, conditions %v, containers %v", p.Status.Phase, p.Status.Conditions, p.Status.ContainerStatuses)
 	})
 	return pod
 }

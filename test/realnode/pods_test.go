@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
-	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 	"github.com/ovn-transparent/ovn-transparent/test/images"
 )
@@ -120,21 +119,7 @@ func create(ctx context.Context, t *testing.T, p *corev1.Pod) {
 // waitReady waits for kubelet to report the pod Ready and returns it.
 func waitReady(ctx context.Context, t *testing.T, ns, name string) *corev1.Pod {
 	t.Helper()
-	var pod *corev1.Pod
-	poll.Eventually(t, ctx, "pod "+ns+"/"+name+" Ready", 2*time.Minute, 200*time.Millisecond, func() (bool, error) {
-		p, err := cl.Kube.Client().CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		pod = p
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-				return true, nil
-			}
-		}
-		return false, fmt.Errorf("phase %s, conditions %v, containers %v", p.Status.Phase, p.Status.Conditions, p.Status.ContainerStatuses)
-	})
-	return pod
+	return cl.WaitPodReady(ctx, t, ns, name, 2*time.Minute)
 }
 
 // kubectlCmd is the real kubectl against the cluster, with args.
