@@ -49,7 +49,7 @@ type Config struct {
 	Workers              int
 	SyncTimeout          time.Duration // longest sync of one key
 	HealthAddress        string        // /metrics, /healthz, /readyz; "" for none
-	NBInactivityProbe    time.Duration // NB silence before an echo, and the echo's deadline
+	NBInactivityProbe    time.Duration // interval of the NB echo, and its deadline
 	Verbosity            int
 	// GCPercent is the garbage collector's target percentage; 0 leaves the runtime's default
 	// (or $GOGC).
@@ -85,7 +85,7 @@ func flags() []cli.Flag {
 		cliapp.Int("workers", 4, "objects synced in parallel"),
 		cliapp.String("health-address", "127.0.0.1:9476", "host:port of /metrics (Prometheus), /healthz and /readyz; empty turns them off. The default is reachable only from the host (the master runs in the host network)"),
 		cliapp.Duration("sync-timeout", 30*time.Second, "longest sync of one object, its NB transaction included; a longer one is retried"),
-		cliapp.Duration("nb-inactivity-probe", 10*time.Second, "silence on the NB connection after which the master sends an echo, and the time it waits for the reply before it reconnects"),
+		cliapp.Duration("nb-inactivity-probe", 10*time.Second, "how often the master sends the NB an echo, and how long it waits for the reply before it reconnects"),
 		cliapp.Int("kube-api-qps", 100, "sustained requests per second to the API server (each new pod costs one)"),
 		cliapp.Int("kube-api-burst", 200, "short bursts of requests to the API server above --kube-api-qps"),
 		cliapp.Int("gc-percent", 50, "the Go garbage collector's target: the heap may grow this many percent over the live heap before a collection (0: Go's default, or $GOGC)"),

@@ -52,6 +52,11 @@ const DefaultReconnectTimeout = 30 * time.Second
 // reconnects, when Config.InactivityProbe is zero.
 const DefaultInactivityProbe = 10 * time.Second
 
+// DefaultTransactTimeout is how long a transaction sent may wait for its reply when
+// Config.TransactTimeout is zero: far more than any transaction of ours takes on a healthy
+// server, even the master's first one on a large cluster.
+const DefaultTransactTimeout = 60 * time.Second
+
 // Config says where the database is and what the component needs from it.
 type Config struct {
 	// Remotes lists the servers the way ovn-nbctl's --db does: "unix:PATH", "tcp:HOST:PORT"
@@ -77,12 +82,18 @@ type Config struct {
 	// that carries every monitored row. Zero means DefaultReconnectTimeout.
 	ReconnectTimeout time.Duration
 
-	// InactivityProbe is how long the connection may be silent before the client sends an
-	// echo; an echo not answered within the same time drops the connection, and the client
-	// reconnects. Without it a server that hangs, or a peer lost behind a half-open TCP
+	// InactivityProbe is how often the client sends an echo; an echo not answered within
+	// the same time drops the connection, and the client reconnects. Without it a server that hangs, or a peer lost behind a half-open TCP
 	// connection, would hold every transaction until TCP gives up (up to about 15
 	// minutes). Zero means DefaultInactivityProbe; negative turns the probe off.
 	InactivityProbe time.Duration
+
+	// TransactTimeout bounds a transaction once it is sent (waiting for a connection is
+	// not counted: that lasts until the caller's context is done). A server that hangs with
+	// a transaction in flight is dropped only once the transaction has returned, so this is
+	// also how long the client may stay on such a server. Zero means
+	// DefaultTransactTimeout.
+	TransactTimeout time.Duration
 
 	// AllowFollower lets the client stay on a cluster member that is not the RAFT leader.
 	// By default (false) the client connects only to the leader and moves to the new leader
@@ -149,14 +160,10 @@ func New(ctx context.Context, dbModel model.ClientDBModel, cfg Config) (client.C
 		client.WithLogger(&libovsdbLogger),
 		client.WithLeaderOnly(!cfg.AllowFollower),
 	}
-	switch probe := cfg.InactivityProbe; {
-	case probe < 0:
-		opts = append(opts, client.WithReconnect(timeout, newBackoff()))
-	case probe == 0:
-		opts = append(opts, client.WithInactivityCheck(DefaultInactivityProbe, timeout, newBackoff()))
-	default:
-		opts = append(opts, client.WithInactivityCheck(probe, timeout, newBackoff()))
-	}
+	// The inactivity probe is ours (probe.go), not libovsdb's WithInactivityCheck: in
+	// v0.7.0 a transaction answered just as that probe gives up on the server either panics
+	// (send on a closed channel) or deadlocks with the probe.
+	opts = append(opts, client.WithReconnect(timeout, newBackoff()))
 	for _, r := range remotes {
 		opts = append(opts, client.WithEndpoint(r))
 	}
@@ -186,7 +193,11 @@ func New(ctx context.Context, dbModel model.ClientDBModel, cfg Config) (client.C
 		return nil, fmt.Errorf("ovsdb: monitor %s at %s: %w", dbModel.Name(), c.CurrentEndpoint(), err)
 	}
 	logger.V(2).Info("connected", "endpoint", c.CurrentEndpoint(), "tables", len(cfg.Tables))
-	return c, nil
+	probe := cfg.InactivityProbe
+	if probe == 0 {
+		probe = DefaultInactivityProbe
+	}
+	return newProbed(c, probe, cfg.transactTimeout(), logger), nil
 }
 
 // newBackoff is the delay between connection attempts: 250ms doubling up to 8s, with jitter,
