@@ -19,6 +19,9 @@ const TableName = "ovnt-local-nodeport"
 // ipsDstNAT is the conntrack status bit IPS_DST_NAT: the connection was DNATed.
 const ipsDstNAT = 1 << 5
 
+// ctDirOriginal is IP_CT_DIR_ORIGINAL: a conntrack key of the connection's first packet.
+const ctDirOriginal = 0
+
 type nftNAT struct{ cfg Config }
 
 func newNAT(cfg Config) (NAT, error) {
@@ -69,16 +72,13 @@ func (n *nftNAT) Sync(_ context.Context, rules []Rule) error {
 	}
 	// The source the host chose for a local destination is the node IP; the backend's
 	// answer to it would leave OVN through the gateway router. The management port's
-	// address brings it back through the management port.
-	c.AddRule(&nftables.Rule{Table: t, Chain: post, Exprs: []expr.Any{
-		&expr.Meta{Key: expr.MetaKeyOIFNAME, Register: 1},
-		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: ifname(n.cfg.MgmtIface)},
-		&expr.Ct{Key: expr.CtKeySTATUS, Register: 1},
-		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4,
-			Mask: binaryutil.NativeEndian.PutUint32(ipsDstNAT), Xor: make([]byte, 4)},
-		&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: make([]byte, 4)},
-		&expr.Masq{},
-	}})
+	// address brings it back through the management port. Only connections that one of
+	// these rules DNATed are masqueraded, by their original destination: another table's
+	// DNAT to a pod would otherwise leave from the management port's address, which every
+	// NetworkPolicy admits (the node's own probes).
+	for _, r := range rules {
+		c.AddRule(&nftables.Rule{Table: t, Chain: post, Exprs: masqExprs(n.cfg.MgmtIface, r)})
+	}
 	if err := c.Flush(); err != nil {
 		return fmt.Errorf("localnat: replacing table %s (%d rules): %w", n.cfg.Table, len(rules), err)
 	}
@@ -99,6 +99,26 @@ func dnatExprs(r Rule) []expr.Any {
 		&expr.Immediate{Register: 1, Data: r.ClusterIP.AsSlice()},
 		&expr.Immediate{Register: 2, Data: port(r.Port)},
 		&expr.NAT{Type: expr.NATTypeDestNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: 1, RegProtoMin: 2, Specified: true},
+	}
+}
+
+// masqExprs is "oifname MGMT meta l4proto P ct original ip daddr NodeIP ct original
+// proto-dst NodePort ct status dnat masquerade".
+func masqExprs(mgmt string, r Rule) []expr.Any {
+	return []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyOIFNAME, Register: 1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: ifname(mgmt)},
+		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{r.Protocol}},
+		&expr.Ct{Key: expr.CtKeyDST, Direction: ctDirOriginal, Register: 1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: r.NodeIP.AsSlice()},
+		&expr.Ct{Key: expr.CtKeyPROTODST, Direction: ctDirOriginal, Register: 1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: binary.BigEndian.AppendUint16(nil, r.NodePort)},
+		&expr.Ct{Key: expr.CtKeySTATUS, Register: 1},
+		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4,
+			Mask: binaryutil.NativeEndian.PutUint32(ipsDstNAT), Xor: make([]byte, 4)},
+		&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: make([]byte, 4)},
+		&expr.Masq{},
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/nftables"
+
 	"github.com/ovn-transparent/ovn-transparent/internal/svcmodel"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 )
@@ -41,6 +43,7 @@ func TestLocalNodePort(t *testing.T) {
 		{ovn, "ip", "addr", "add", "10.9.0.1/24", "dev", "ovn0"},
 		{ovn, "ip", "addr", "add", "10.96.5.5/32", "dev", "ovn0"}, // the ClusterIP
 		{ovn, "ip", "link", "set", "ovn0", "up"},
+		{ovn, "ip", "route", "add", "172.31.0.1/32", "via", "10.9.0.2"},
 	} {
 		if _, err := harness.Exec(ctx, c[0], c[1], c[2:]...); err != nil {
 			t.Fatal(err)
@@ -151,6 +154,12 @@ func TestLocalNodePort(t *testing.T) {
 	if got := ask("tcp", "10.96.5.5:80"); got != "svc 10.9.0.2" {
 		t.Errorf("the ClusterIP itself: %q", got)
 	}
+	// Another table's DNAT to the same backend (an operator's, a hostPort's) is not ours to
+	// masquerade: it keeps its source, as if our table were not there (security audit L4).
+	inHost(func() error { return operatorDNAT(node, 30090, svc, 80) })
+	if got := ask("tcp", "172.31.0.1:30090"); got != "svc 172.31.0.1" {
+		t.Errorf("another table's DNAT: %q, want the service seeing the node IP, not the management port's address", got)
+	}
 	// A bad rule changes nothing.
 	inHost(func() error {
 		if err := nat.Sync(ctx, append(rules, Rule{Protocol: 1, NodeIP: node, NodePort: 1, ClusterIP: svc, Port: 1})); err == nil {
@@ -174,4 +183,19 @@ func TestLocalNodePort(t *testing.T) {
 	if got := ask("udp", "172.31.0.1:30080"); !strings.HasPrefix(got, "error") {
 		t.Errorf("UDP after Delete: %q", got)
 	}
+}
+
+// operatorDNAT adds a table of its own, as an operator (or a hostPort plugin) would, with
+// "ip daddr nodeIP tcp dport port dnat to dst:dstPort" in its output hook.
+func operatorDNAT(nodeIP netip.Addr, port uint16, dst netip.Addr, dstPort uint16) error {
+	c, err := nftables.New()
+	if err != nil {
+		return err
+	}
+	t := c.AddTable(&nftables.Table{Name: "operator", Family: nftables.TableFamilyIPv4})
+	out := c.AddChain(&nftables.Chain{Name: "output", Table: t, Type: nftables.ChainTypeNAT,
+		Hooknum: nftables.ChainHookOutput, Priority: nftables.ChainPriorityNATDest})
+	c.AddRule(&nftables.Rule{Table: t, Chain: out, Exprs: dnatExprs(Rule{
+		Protocol: svcmodel.TCP.IPProto(), NodeIP: nodeIP, NodePort: port, ClusterIP: dst, Port: dstPort})})
+	return c.Flush()
 }
