@@ -10,20 +10,22 @@ import (
 	"time"
 )
 
-// Listen opens the agent's socket at path for root alone: the directory is made 0700 and
-// the socket 0600, since whoever can talk to it can plug interfaces into any namespace. A
-// socket left by an agent that died is removed; one that answers belongs to a running agent,
-// and Listen fails. (On Windows the file modes do not restrict access: restrictDir and
-// restrictSocket give the directory and the socket an ACL for Administrators and SYSTEM.)
+// Listen opens the agent's socket at path for root alone (mode 0600), since whoever can talk
+// to it can plug interfaces into any namespace. A directory Listen has to make is made 0700;
+// one that exists is left as it is on Linux (it may be /run: security audit L5), where the
+// socket is made in a private directory beside path and only then moved into place, so it
+// is never reachable with a looser mode. A socket left by an agent that died is removed; one
+// that answers belongs to a running agent, and Listen fails. (On Windows the file modes do
+// not restrict access: the directory and the socket get an ACL for Administrators and
+// SYSTEM, restrictDir and restrictSocket.)
 func Listen(ctx context.Context, path string) (net.Listener, error) {
 	dir := filepath.Dir(path)
+	_, err := os.Stat(dir)
+	made := errors.Is(err, os.ErrNotExist)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	if err := os.Chmod(dir, 0o700); err != nil {
-		return nil, err
-	}
-	if err := restrictDir(dir); err != nil {
+	if err := prepareDir(dir, made); err != nil {
 		return nil, fmt.Errorf("restricting %s: %w", dir, err)
 	}
 	if _, err := os.Lstat(path); err == nil {
@@ -40,17 +42,9 @@ func Listen(ctx context.Context, path string) (net.Listener, error) {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
-	ln, err := net.Listen("unix", path)
+	ln, err := bind(path)
 	if err != nil {
 		return nil, fmt.Errorf("CNI socket %s: %w", path, err)
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
-		return nil, err
-	}
-	if err := restrictSocket(path); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("restricting %s: %w", path, err)
 	}
 	return ln, nil
 }
