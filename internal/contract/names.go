@@ -95,7 +95,17 @@ func ExternalSwitch(node string) string { return "ext_" + node }
 // PhysicalNetwork. Written by the master; ovn-controller makes a patch port for it on the
 // gateway bridge, and the node agent finds that patch port by this name (its
 // external_ids:ovn-localnet-port).
-func LocalnetPort(node string) string { return "breth0_" + node }
+func LocalnetPort(node string) string { return localnetPrefix + node }
+
+const localnetPrefix = "breth0_"
+
+// ReservedPodNamespace says whether the pods of namespace would be named like infrastructure
+// ports: a pod in namespace "breth0" named after a node would take that node's LocalnetPort
+// (security audit L9). No other switch port can be spelled "<namespace>_<pod>": stor- and
+// k8s- ports have no underscore, jtor-GR_ and etor-GR_ ports an upper-case letter before
+// theirs, and jtor-ovn_cluster_router an underscore after it; Kubernetes names can have
+// neither upper case nor underscores.
+func ReservedPodNamespace(namespace string) bool { return namespace+"_" == localnetPrefix }
 
 // PodPort is the logical switch port of a pod, "<namespace>_<pod>". Written by the master;
 // the node agent sets it as the iface-id of the pod's interface. Neither Kubernetes name

@@ -29,6 +29,9 @@ const (
 	ReasonNodeWithoutSubnet   = "NodeWithoutSubnet" // Pod: its node has no subnet
 	ReasonInvalidPodNetwork   = "InvalidPodNetwork" // Pod: pod-network annotation unparsable, replaced
 	ReasonPodAddressExhausted = "PodAddressExhausted"
+	// ReasonReservedNamespace is on a Pod in a namespace whose pods' port names would be
+	// those of infrastructure ports (contract.ReservedPodNamespace): it gets no network.
+	ReasonReservedNamespace = "ReservedNamespace"
 	// ReasonPodNetworkOverwritten is on a Pod whose pod-network annotation the master did
 	// not write (it differs from the master's record); the master wrote its own over it.
 	ReasonPodNetworkOverwritten = "PodNetworkOverwritten"

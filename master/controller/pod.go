@@ -90,6 +90,10 @@ func (r *podReconciler) desired(ctx context.Context, key string) (desire, error)
 	if err != nil {
 		return desire{}, err
 	}
+	if contract.ReservedPodNamespace(ns) {
+		r.warn(pod, ReasonReservedNamespace, "namespace %q is reserved: its pods' logical ports would take the names of node gateway ports; the pod gets no network", ns)
+		return desire{}, nil
+	}
 	node := pod.Spec.NodeName
 	subnet, ok := r.ipam.NodeSubnet(node)
 	if !ok {

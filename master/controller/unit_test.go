@@ -289,6 +289,7 @@ func TestUnitBadInputEvents(t *testing.T) {
 		kubetest.Node("node2", map[string]string{contract.NodeSubnetKey: "10.99.0.0/24"}), // outside the cluster CIDR
 		badPod,
 		kubetest.Pod("ns1", "lost", "nowhere", nil),
+		kubetest.Pod("breth0", "node1", "node1", nil),
 	)
 	t.Run("node subnet outside the cluster CIDR is replaced", func(t *testing.T) {
 		e.events.WaitEvent(t, "node2", ReasonInvalidNodeSubnet)
@@ -301,6 +302,12 @@ func TestUnitBadInputEvents(t *testing.T) {
 	})
 	t.Run("pod bound to an unknown node", func(t *testing.T) {
 		e.events.WaitEvent(t, "ns1/lost", ReasonUnknownNode)
+	})
+	t.Run("pod named like node1's localnet port", func(t *testing.T) {
+		e.events.WaitEvent(t, "breth0/node1", ReasonReservedNamespace)
+		if a := e.pod("breth0", "node1").Annotations[contract.PodNetworkKey]; a != "" {
+			t.Errorf("pod in the reserved namespace got an address: %s", a)
+		}
 	})
 	t.Run("good objects are not held up by bad ones", func(t *testing.T) {
 		waitRow(e, "switch node1", lsNamed("node1"))
