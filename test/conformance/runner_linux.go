@@ -696,7 +696,26 @@ func (r *runner) explain(ctx context.Context, j *probe.Job, want bool) string {
 		}
 		fmt.Fprintf(&b, "conntrack on %s between the two (err %v): %d entries\n%s\n", n.Name, err, len(lines), strings.Join(lines, "\n"))
 	}
+	from, to, err := r.probePods(ctx, j)
+	if err != nil {
+		fmt.Fprintf(&b, "data path: %v\n", err)
+	} else {
+		b.WriteString(r.explainDataPath(ctx, j, from, to))
+	}
 	return b.String()
+}
+
+// probePods are probe j's source and destination pods.
+func (r *runner) probePods(ctx context.Context, j *probe.Job) (from, to *corev1.Pod, err error) {
+	from, err = r.client.CoreV1().Pods(j.FromNamespace).Get(ctx, j.FromPod, metav1.GetOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	to, err = r.client.CoreV1().Pods(j.ToNamespace).Get(ctx, strings.TrimPrefix(j.ToKey, j.ToNamespace+"/"), metav1.GetOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	return from, to, nil
 }
 
 // tracedFlow is an ovn-trace microflow and the logical switch it enters.
@@ -706,11 +725,7 @@ type tracedFlow struct{ sw, match string }
 // pod's port and MAC to the destination's MAC on the same switch, else to the node switch's
 // router port.
 func (r *runner) traceFlow(ctx context.Context, j *probe.Job) (tracedFlow, error) {
-	from, err := r.client.CoreV1().Pods(j.FromNamespace).Get(ctx, j.FromPod, metav1.GetOptions{})
-	if err != nil {
-		return tracedFlow{}, err
-	}
-	to, err := r.client.CoreV1().Pods(j.ToNamespace).Get(ctx, strings.TrimPrefix(j.ToKey, j.ToNamespace+"/"), metav1.GetOptions{})
+	from, to, err := r.probePods(ctx, j)
 	if err != nil {
 		return tracedFlow{}, err
 	}
@@ -744,7 +759,7 @@ func (r *runner) traceFlow(ctx context.Context, j *probe.Job) (tracedFlow, error
 func (r *runner) afterRecompute(ctx context.Context, wrong map[probeKey]*probe.Job, want map[probeKey]bool) string {
 	var b strings.Builder
 	for _, n := range r.cl.Nodes {
-		if _, err := n.AppCtl(ctx, "ovn-controller", "recompute"); err != nil {
+		if _, err := ctlController(ctx, n, "recompute"); err != nil {
 			fmt.Fprintf(&b, "ovn-controller recompute on %s: %v\n", n.Name, err)
 		}
 	}
@@ -759,5 +774,33 @@ func (r *runner) afterRecompute(ctx context.Context, wrong map[probeKey]*probe.J
 		}
 	}
 	fmt.Fprintf(&b, "after every ovn-controller recomputed its flows: %d of %d differing probes still differ (err %v)\n", still, len(wrong), err)
+	if still == 0 {
+		return b.String()
+	}
+	// A recompute that installs the same OpenFlow flows leaves ovs-vswitchd's datapath flow
+	// cache (megaflows) as it was: flushing it makes the next packets be translated anew.
+	// Then the connections tracked: a probe that agrees only after that was judged on a
+	// connection conntrack should not have had.
+	for _, step := range []struct{ cmd, what string }{
+		{"dpctl/del-flows", "every node's datapath flows were flushed"},
+		{"dpctl/flush-conntrack", "every node's conntrack was flushed too"},
+	} {
+		for _, n := range r.cl.Nodes {
+			if _, err := n.AppCtl(ctx, "ovs-vswitchd", step.cmd); err != nil {
+				fmt.Fprintf(&b, "%s on %s: %v\n", step.cmd, n.Name, err)
+			}
+		}
+		res, err = r.probeAll(ctx, wrong, retryTimeout)
+		still = 0
+		for k := range wrong {
+			if res[k] != want[k] {
+				still++
+			}
+		}
+		fmt.Fprintf(&b, "after %s: %d of %d differing probes still differ (err %v)\n", step.what, still, len(wrong), err)
+		if still == 0 {
+			break
+		}
+	}
 	return b.String()
 }
