@@ -133,8 +133,18 @@ type tracePod struct {
 	ofport string
 }
 
-// traceSeq numbers the trace files of a run.
-var traceSeq atomic.Int64
+// logSeq numbers the files logFile names.
+var logSeq atomic.Int64
+
+// logFile is a new file name in the run's log directory (kept when the run fails).
+func (r *runner) logFile(what string) string {
+	return filepath.Join(r.cl.Run.LogDir, fmt.Sprintf("conformance-%03d-%s.txt", logSeq.Add(1), what))
+}
+
+// counterPrefixes select the coverage counters of ovs-vswitchd that explain a data path:
+// its connection tracker's, and its revalidators' (which keep the datapath flow cache in
+// step with the OpenFlow tables).
+var counterPrefixes = []string{"conntrack", "revalidate", "ukey", "upcall", "dumped", "handler_duplicate", "dpif_flow"}
 
 // explainDataPath is the data-path half of probe j's explanation; from and to are the two
 // pods.
@@ -181,10 +191,11 @@ func (r *runner) explainDataPath(ctx context.Context, j *probe.Job, from, to *co
 			fmt.Fprintf(&b, "router MAC of %s: %v\n", dst.node.Name, err)
 		}
 	}
-	fwd := fmt.Sprintf("in_port=%s,%s,dl_src=%s,dl_dst=%s,nw_src=%s,nw_dst=%s,nw_ttl=64,tp_src=40000,tp_dst=%d%s",
-		src.ofport, l4, src.mac, fwdDst, src.ip, dst.ip, j.ResolvedPort, fwdFlags)
-	rpl := fmt.Sprintf("in_port=%s,%s,dl_src=%s,dl_dst=%s,nw_src=%s,nw_dst=%s,nw_ttl=64,tp_src=%d,tp_dst=40000%s",
-		dst.ofport, l4, dst.mac, rplDst, dst.ip, src.ip, j.ResolvedPort, rplFlags)
+	// <l4>_src/_dst, not tp_src/tp_dst: ofproto/trace refuses tp_* for udp and sctp.
+	fwd := fmt.Sprintf("in_port=%s,%s,dl_src=%s,dl_dst=%s,nw_src=%s,nw_dst=%s,nw_ttl=64,%s_src=40000,%s_dst=%d%s",
+		src.ofport, l4, src.mac, fwdDst, src.ip, dst.ip, l4, l4, j.ResolvedPort, fwdFlags)
+	rpl := fmt.Sprintf("in_port=%s,%s,dl_src=%s,dl_dst=%s,nw_src=%s,nw_dst=%s,nw_ttl=64,%s_src=%d,%s_dst=40000%s",
+		dst.ofport, l4, dst.mac, rplDst, dst.ip, src.ip, l4, j.ResolvedPort, l4, rplFlags)
 	for _, t := range []struct {
 		what string
 		n    *cluster.Node
@@ -285,18 +296,31 @@ func (r *runner) explainNode(ctx context.Context, n *cluster.Node, pods []traceP
 	} else {
 		var ct []string
 		for _, l := range nonEmpty(out) {
-			if strings.HasPrefix(strings.TrimSpace(l), "conntrack") {
-				ct = append(ct, strings.Join(strings.Fields(l), " "))
+			if f := strings.Fields(l); len(f) > 0 && slices.ContainsFunc(counterPrefixes, func(p string) bool { return strings.HasPrefix(f[0], p) }) {
+				ct = append(ct, f[0]+" "+f[len(f)-1])
 			}
 		}
-		fmt.Fprintf(&s, "conntrack counters of ovs-vswitchd: %s\n", strings.Join(ct, "; "))
+		fmt.Fprintf(&s, "conntrack and revalidation counters of ovs-vswitchd (total): %s\n", strings.Join(ct, "; "))
+	}
+	if out, err := n.AppCtl(ctx, "ovs-vswitchd", "upcall/show"); err != nil {
+		fmt.Fprintf(&s, "upcall/show: %v\n", err)
+	} else {
+		fmt.Fprintf(&s, "upcall/show: %s\n", strings.Join(strings.Fields(out), " "))
+	}
+	warns, err := vswitchdWarnings(filepath.Join(r.cl.Run.LogDir, n.Name+"-ovs-vswitchd.log"), maxWarnings)
+	fmt.Fprintf(&s, "last warnings of ovs-vswitchd on %s (err %v): %d\n", n.Name, err, len(warns))
+	for _, w := range warns {
+		fmt.Fprintf(&s, "  %s\n", w)
 	}
 	nconns, _ := n.AppCtl(ctx, "ovs-vswitchd", "dpctl/ct-get-nconns")
 	maxconns, _ := n.AppCtl(ctx, "ovs-vswitchd", "dpctl/ct-get-maxconns")
 	fmt.Fprintf(&s, "connections tracked on %s: %s of at most %s\n", n.Name, strings.TrimSpace(nconns), strings.TrimSpace(maxconns))
 	out, err := n.AppCtl(ctx, "ovs-vswitchd", "dpctl/dump-flows", "-m")
+	file := r.logFile("datapath-flows-" + n.Name)
+	werr := os.WriteFile(file, []byte(out), 0o644)
 	flows := pairFlows(out, a, b)
-	fmt.Fprintf(&s, "datapath flows (megaflow cache) of %s naming either pod (err %v): %d\n", n.Name, err, len(flows))
+	fmt.Fprintf(&s, "datapath flows (megaflow cache) of %s naming both pods, or dropping either's packets (err %v): %d; all in %s (write err %v)\n",
+		n.Name, err, len(flows), file, werr)
 	for _, f := range flows {
 		fmt.Fprintf(&s, "  %s\n", f)
 	}
@@ -312,7 +336,7 @@ func (r *runner) ofprotoTrace(ctx context.Context, n *cluster.Node, what, flow, 
 		args = append(args, "--ct-next", ct)
 	}
 	out, err := n.AppCtl(ctx, "ovs-vswitchd", args...)
-	file := filepath.Join(r.cl.Run.LogDir, fmt.Sprintf("conformance-trace-%03d.txt", traceSeq.Add(1)))
+	file := r.logFile("trace")
 	werr := os.WriteFile(file, []byte("ovs-appctl "+strings.Join(args, " ")+"\n\n"+out), 0o644)
 	acts := datapathActions(out)
 	fate := "(none)"
@@ -321,6 +345,30 @@ func (r *runner) ofprotoTrace(ctx context.Context, n *cluster.Node, what, flow, 
 	}
 	return fmt.Sprintf("ofproto/trace on %s, %s (err %v; whole trace in %s, write err %v):\n  %s\n  datapath actions per recirculation: %s\n  fate: %s\n",
 		n.Name, what, err, file, werr, "ovs-appctl "+strings.Join(args, " "), strings.Join(acts, " | "), fate)
+}
+
+// maxWarnings bounds vswitchdWarnings in a failure.
+const maxWarnings = 12
+
+// vswitchdWarnings are the last most WARN and ERR lines of an ovs-vswitchd log, but for the
+// netdev-only node's "failed to enumerate system datapaths" every second or two. Those of the
+// revalidators ("failed to put[modify]", "failed to flow_del", "ukey installation fails") mean
+// the datapath flow cache and the OpenFlow tables went apart.
+func vswitchdWarnings(path string, most int) ([]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if (strings.Contains(l, "|WARN|") || strings.Contains(l, "|ERR|")) && !strings.Contains(l, "failed to enumerate system datapaths") {
+			out = append(out, l)
+		}
+	}
+	if len(out) > most {
+		out = out[len(out)-most:]
+	}
+	return out, nil
 }
 
 func nonEmpty(out string) []string {
@@ -334,9 +382,9 @@ func nonEmpty(out string) []string {
 }
 
 // pairFlows are the datapath flows (dpctl/dump-flows) that concern a pair of pods at
-// addresses a and b: those that name either (by address or MAC; a megaflow may wildcard
-// the addresses a packet was judged on, a router's MAC may replace a pod's), those naming
-// both first, at most maxPairFlows.
+// addresses a and b: those that name both (by address or MAC), and the drops that name
+// either (a megaflow may wildcard the addresses a packet was judged on, and a router's MAC
+// replaces a pod's across nodes); at most maxPairFlows.
 func pairFlows(dump string, a, b netip.Addr) []string {
 	names := func(ip netip.Addr) []string {
 		return []string{"src=" + ip.String() + ",", "dst=" + ip.String() + ",", "src=" + contract.MACFromIP(ip).String(), "dst=" + contract.MACFromIP(ip).String()}
@@ -344,16 +392,15 @@ func pairFlows(dump string, a, b netip.Addr) []string {
 	mentions := func(l string, ip netip.Addr) bool {
 		return slices.ContainsFunc(names(ip), func(n string) bool { return strings.Contains(l, n) })
 	}
-	var both, one []string
+	var out []string
 	for _, l := range nonEmpty(dump) {
-		switch ma, mb := mentions(l, a), mentions(l, b); {
-		case ma && mb:
-			both = append(both, strings.TrimSpace(l))
-		case ma || mb:
-			one = append(one, strings.TrimSpace(l))
+		l = strings.TrimSpace(l)
+		ma, mb := mentions(l, a), mentions(l, b)
+		drop := strings.Contains(l, "actions:drop")
+		if (ma && mb) || ((ma || mb) && drop) {
+			out = append(out, l)
 		}
 	}
-	out := append(both, one...)
 	if len(out) > maxPairFlows {
 		out = append(out[:maxPairFlows], fmt.Sprintf("(%d more)", len(out)-maxPairFlows))
 	}
@@ -361,4 +408,4 @@ func pairFlows(dump string, a, b netip.Addr) []string {
 }
 
 // maxPairFlows bounds pairFlows.
-const maxPairFlows = 100
+const maxPairFlows = 30
