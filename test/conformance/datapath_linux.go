@@ -351,9 +351,9 @@ func (r *runner) ofprotoTrace(ctx context.Context, n *cluster.Node, what, flow, 
 const maxWarnings = 12
 
 // vswitchdWarnings are the last most WARN and ERR lines of an ovs-vswitchd log, but for the
-// netdev-only node's "failed to enumerate system datapaths" every second or two. Those of the
-// revalidators ("failed to put[modify]", "failed to flow_del", "ukey installation fails") mean
-// the datapath flow cache and the OpenFlow tables went apart.
+// netdev-only node's "failed to enumerate system datapaths" every second or two: a conntrack
+// abort, a port gone, a datapath flow the revalidators could not change. Read before
+// afterRecompute flushes the datapath flows, which makes the revalidators log the last kind.
 func vswitchdWarnings(path string, most int) ([]string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {

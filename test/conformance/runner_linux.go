@@ -813,9 +813,9 @@ const (
 	staleDatapathFlows = `DIAGNOSIS: stale datapath flows in ovs-vswitchd, not a policy defect. Its datapath flow
 cache (megaflows, above) kept actions that its OpenFlow tables no longer give (ofproto/trace
 above, with conntrack new); flushing the cache alone (dpctl/del-flows) made every differing
-probe agree with the oracle. The revalidators of Open vSwitch (3.1.0 here, userspace datapath)
-did not bring the cached flows in step with the tables after the policy change; a recompute
-does not help (it installs the same tables, so nothing is revalidated). See
+probe agree with the oracle. The revalidators of Open vSwitch (3.1 in this environment,
+userspace datapath) did not bring the cached flows in step with the tables after the policy
+change; a recompute does not help (it installs the same tables, so nothing is revalidated). See
 test/conformance/README.md, "When a probe differs".
 `
 	staleConnections = `DIAGNOSIS: the probes agree once conntrack is flushed: they were judged on a connection the
