@@ -151,8 +151,8 @@ func TestCyclonus(t *testing.T) {
 	for _, i := range pick {
 		tc := cases[i]
 		res := runCaseOnce(t, r, i, tc)
-		logf("conformance: case #%d %q [%s]: passed=%v, %d probes, %d differ, %d NotIn-corrected, %d agreed on retry, %.1f s",
-			i, tc.Description, strings.Join(tc.Tags.Keys(), ","), res.Passed, res.Probes, res.Mismatches, res.Corrected, res.Retried, res.Seconds)
+		logf("conformance: case #%d %q [%s]: passed=%v, %d probes, %d differ, %d NotIn-corrected, %d agreed on retry, %d stale datapath flows, %.1f s",
+			i, tc.Description, strings.Join(tc.Tags.Keys(), ","), res.Passed, res.Probes, res.Mismatches, res.Corrected, res.Retried, res.StaleDatapath, res.Seconds)
 		results = append(results, res)
 	}
 	s := summary(results)
@@ -173,6 +173,9 @@ func runCaseOnce(t *testing.T, r *runner, i int, tc *generator.TestCase) caseRes
 		if len(crashes) == 0 || attempt == 2 {
 			for _, f := range failures {
 				t.Error(f)
+			}
+			for _, n := range res.Notes {
+				t.Log(n)
 			}
 			if len(crashes) > 0 {
 				t.Errorf("case #%d: a daemon crashed during both runs of the case: %q", i, crashes)
