@@ -72,6 +72,17 @@ if printf '%s\n' "${args[@]}" | grep -q -- --allow-plaintext; then
 	echo "ansible/ci.sh: ovnt-chassis-relay@.service relays in plain TCP" >&2; exit 1
 fi
 echo "ok: ovnt-chassis-relay@.service (${#args[@]} arguments)"
+# The remote controllers the masters run: one for every Windows node (its node name and
+# address), none for a Windows node that says it is not remote, and one for a Linux node
+# that says it is (ci/render-inventory.yml).
+python3 - "$render/remote-chassis.json" <<'PY'
+import json, sys
+got = json.load(open(sys.argv[1]))
+want = [{"name": "win1", "address": "192.0.2.41"}, {"name": "winnode2", "address": "198.51.100.42"},
+        {"name": "linux2", "address": "192.0.2.32"}]
+assert got == want, got
+PY
+echo "ok: remote controllers of the inventory's Windows nodes and flagged nodes"
 # The Windows service: its binary path is one command line, which Go splits into os.Args
 # by the Windows rules (ci/winargv.py does the same); first the quoting, then the flags.
 python3 ci/winargv.py "$render/ovnt-node.windows.quoting.path" "$render/ovnt-node.windows.quoting.json" >/dev/null
@@ -82,11 +93,60 @@ mapfile -t -d '' args < <(python3 ci/winargv.py "$render/ovnt-node.windows.path"
 	exit 1
 }
 ../_output/bin/ovnt-node "${args[@]:1}" --help >/dev/null
-for f in --sb-client-cert --sb-client-key --sb-ca-cert --uplink-interface --ovs-rundir; do
+for f in --uplink-interface --ovs-rundir; do
 	printf '%s\n' "${args[@]}" | grep -q -- "^$f=" || { echo "ansible/ci.sh: the Windows service has no $f" >&2; exit 1; }
 done
 # The MSI's ovsdb-server serves a named pipe only: the role adds this loopback listener.
-printf '%s\n' "${args[@]}" | grep -qx -- "--ovs-address=tcp:127.0.0.1:6640" || { echo "ansible/ci.sh: the Windows service's --ovs-address is not the role's listener" >&2; exit 1; }
+printf '%s\n' "${args[@]}" | grep -qx -- "--ovs-address=tcp:127.0.0.1:6639" || { echo "ansible/ci.sh: the Windows service's --ovs-address is not the role's listener" >&2; exit 1; }
+# A Windows node is a remote chassis (docs/remote-chassis.md): its agent opens the TLS
+# listeners of the database and br-int, and has no SB identity (the agent refuses both
+# together); in plain TCP only with --listen-plaintext; a node that is not remote has its
+# SB client certificate and no listener.
+want_flags() { # file, then the flags (with values) its arguments must have and not have (!flag)
+	local f=$1 w; shift
+	mapfile -t -d '' a < <(python3 ci/winargv.py "$f")
+	../_output/bin/ovnt-node "${a[@]:1}" --help >/dev/null
+	for w in "$@"; do
+		if [ "${w#!}" != "$w" ]; then
+			if printf '%s\n' "${a[@]}" | grep -q -- "^${w#!}"; then echo "ansible/ci.sh: $(basename "$f"): has ${w#!}" >&2; exit 1; fi
+		elif ! printf '%s\n' "${a[@]}" | grep -Fqx -- "$w"; then
+			echo "ansible/ci.sh: $(basename "$f"): no $w in ${a[*]}" >&2; exit 1
+		fi
+	done
+}
+want_flags "$render/ovnt-node.windows.path" --ovsdb-listen=pssl:6640 --openflow-listen=pssl:6653 \
+	'!--listen-plaintext' '!--sb-client-' '!--ovsdb-listen=ptcp' '!--openflow-listen=ptcp'
+want_flags "$render/ovnt-node.windows.plaintext.path" --ovsdb-listen=ptcp:6640 --openflow-listen=ptcp:6653 \
+	--listen-plaintext '!--sb-client-'
+want_flags "$render/ovnt-node.windows.local.path" --sb-client-cert='C:\ovn-transparent\pki\ovnt-node-cert.pem' \
+	--sb-client-key='C:\ovn-transparent\pki\ovnt-node-privkey.pem' --sb-ca-cert='C:\ovn-transparent\pki\cacert.pem' \
+	'!--ovsdb-listen' '!--openflow-listen' '!--listen-plaintext'
+echo "ok: Windows agent's listeners (TLS, plain TCP on request) and SB identity (not remote)"
+# The MSI's Open vSwitch services: the listeners' TLS files, and ovsdb-server's loopback
+# listener, on their binary paths (what an earlier run added replaced, not doubled); the
+# options the role adds are given to the real ovsdb-server and ovs-vswitchd.
+for svc in ovsdb-server ovs-vswitchd; do
+	mapfile -t -d '' a < <(python3 ci/winargv.py "$render/$svc.windows.path")
+	[ "${a[0]:-}" = 'C:\Program Files\Open vSwitch\bin\'"$svc.exe" ] || { echo "ansible/ci.sh: $svc's binary path: ${a[*]}" >&2; exit 1; }
+	want=(--private-key='C:\ovn-transparent\pki\listener-privkey.pem' --certificate='C:\ovn-transparent\pki\listener-cert.pem'
+		--ca-cert='C:\ovn-transparent\pki\controllers-cacert.pem')
+	[ $svc = ovsdb-server ] && want+=(--remote=ptcp:6639:127.0.0.1)
+	for w in "${want[@]}"; do
+		[ "$(printf '%s\n' "${a[@]}" | grep -Fcx -- "$w")" = 1 ] || { echo "ansible/ci.sh: $svc's binary path has not once $w: ${a[*]}" >&2; exit 1; }
+	done
+	if printf '%s\n' "${a[@]}" | grep -q -- '^--remote=ptcp:6640'; then echo "ansible/ci.sh: $svc keeps the old loopback listener" >&2; exit 1; fi
+	/usr/sbin/$svc "${want[@]}" --help >/dev/null 2>&1 || { echo "ansible/ci.sh: $svc refuses ${want[*]}" >&2; /usr/sbin/$svc "${want[@]}" --help >&2; exit 1; }
+done
+echo "ok: Open vSwitch services' listener TLS files and loopback listener"
+# The firewall: the two listener ports, from the remote controllers' addresses only.
+python3 - "$render/windows-firewall.json" <<'PY'
+import json, sys
+rules = {r["localport"]: r for r in json.load(open(sys.argv[1]))}
+assert sorted(rules) == ["6640", "6653"], rules
+for r in rules.values():
+    assert r["state"] == "present" and r["remoteip"] == "192.0.2.11/32,192.0.2.12/32", r
+PY
+echo "ok: Windows firewall of the listener ports (remote controllers only)"
 # containerd's CNI settings land in its CNI table, as TOML, for containerd 1.7 and 2.x.
 python3 - "$render" <<'PY'
 import sys, tomllib

@@ -151,7 +151,7 @@ func checkHNS(ctx context.Context, n Node) []Result {
 func checkOVSDB(_ context.Context, n Node) []Result {
 	if n.Switch == nil {
 		return []Result{fail("ovsdb", fmt.Sprintf("cannot reach the Open_vSwitch database: %v", n.SwitchErr),
-			"start ovsdb-server; on Windows it must listen on --ovs-address: the Ansible role adds --remote=ptcp:6640:127.0.0.1 "+
+			"start ovsdb-server; on Windows it must listen on --ovs-address: the Ansible role adds --remote=ptcp:6639:127.0.0.1 "+
 				"to the ovsdb-server service (sc.exe qc ovsdb-server shows it)")}
 	}
 	return []Result{ok("ovsdb", "connected")}

@@ -72,10 +72,13 @@ func TestManifestsFlags(t *testing.T) {
 			// What a Windows agent cannot start or work without (review C4): its adapter,
 			// the host OVS's loopback listener and its run directory.
 			if o.GetName() == "ovnt-node-windows" {
-				for _, f := range []string{"--uplink-interface=Ethernet0", "--ovs-address=tcp:127.0.0.1:6640", `--ovs-rundir=C:\ProgramData\openvswitch`} {
+				for _, f := range []string{"--uplink-interface=Ethernet0", "--ovs-address=tcp:127.0.0.1:6639", `--ovs-rundir=C:\ProgramData\openvswitch`} {
 					if !slices.Contains(args, f) {
 						t.Errorf("the Windows DaemonSet does not give %s (flags %v)", f, args)
 					}
+				}
+				for _, e := range remoteChassisFlagErrors(args) {
+					t.Errorf("the Windows DaemonSet: %s (flags %v)", e, args)
 				}
 			}
 			// --help after the flags: they are parsed (and refused if unknown or of the wrong
@@ -146,6 +149,57 @@ func checkProbes(t *testing.T, what string, c map[string]any, health string) {
 		}
 		if get["path"] != path || fmt.Sprint(get["port"]) != port || get["host"] != host {
 			t.Errorf("%s container %s: %s gets %v:%v%v, want %s:%s%s", what, c["name"], probe, get["host"], get["port"], get["path"], host, port, path)
+		}
+	}
+}
+
+// remoteChassisFlagErrors: a Windows node is a remote chassis (docs/remote-chassis.md): the
+// agent opens the database's and br-int's listeners with TLS (pssl:), plain TCP only with
+// --listen-plaintext, and gives no SB identity of its own (the agent refuses both together).
+func remoteChassisFlagErrors(args []string) []string {
+	flags := map[string]string{}
+	for _, a := range args {
+		name, value, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		flags[name] = value
+	}
+	plaintext := flags["listen-plaintext"] == "true"
+	var errs []string
+	for _, f := range []string{"ovsdb-listen", "openflow-listen"} {
+		v := flags[f]
+		switch {
+		case v == "":
+			errs = append(errs, "no --"+f+": the node's ovn-controller runs on another host")
+		case strings.HasPrefix(v, "ptcp:") && !plaintext:
+			errs = append(errs, "--"+f+"="+v+" without --listen-plaintext")
+		case !strings.HasPrefix(v, "pssl:") && !strings.HasPrefix(v, "ptcp:"):
+			errs = append(errs, "--"+f+"="+v+" is not pssl:PORT[:IP]")
+		}
+	}
+	for _, f := range []string{"sb-client-cert", "sb-client-key", "sb-ca-cert"} {
+		if _, ok := flags[f]; ok {
+			errs = append(errs, "--"+f+": a remote chassis' SB identity is its remote controller's")
+		}
+	}
+	return errs
+}
+
+// TestRemoteChassisFlagErrors: the check above refuses what the agent would refuse or what
+// would open the node to the network, and lets the two supported forms through.
+func TestRemoteChassisFlagErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		errs int
+	}{
+		{[]string{"--ovsdb-listen=pssl:6640", "--openflow-listen=pssl:6653"}, 0},
+		{[]string{"--ovsdb-listen=ptcp:6640", "--openflow-listen=ptcp:6653", "--listen-plaintext=true"}, 0},
+		{[]string{"--ovsdb-listen=ptcp:6640", "--openflow-listen=pssl:6653", "--listen-plaintext=false"}, 1},
+		{[]string{"--ovsdb-listen=ptcp:6640", "--openflow-listen=ptcp:6653"}, 2},
+		{[]string{"--ovsdb-listen=tcp:1.2.3.4:6640", "--openflow-listen=pssl:6653"}, 1},
+		{[]string{"--openflow-listen=pssl:6653", "--sb-client-cert=a", "--sb-client-key=b", "--sb-ca-cert=c"}, 4},
+		{nil, 2},
+	} {
+		if errs := remoteChassisFlagErrors(c.args); len(errs) != c.errs {
+			t.Errorf("%v: %d errors %q, want %d", c.args, len(errs), errs, c.errs)
 		}
 	}
 }

@@ -239,8 +239,9 @@ func copySources(t *testing.T, path string) []string {
 
 // TestManifestsTLS (security audit C1): the OVN remotes in the ConfigMap are TLS, and every
 // container that connects to them is given the files of a TLS identity, mounted into it: the
-// master from the Secret ovnt-master-tls, the nodes' ovnt-node and ovn-controller from the
-// host (a DaemonSet cannot mount a Secret per node).
+// master from the Secret ovnt-master-tls, the Linux nodes' ovnt-node and ovn-controller from
+// the host (a DaemonSet cannot mount a Secret per node). The Windows node, a remote chassis,
+// has no SB identity: its remote controller has it (flags_test.go, remoteChassisFlagErrors).
 func TestManifestsTLS(t *testing.T) {
 	all, err := images.Objects()
 	if err != nil {
@@ -260,7 +261,6 @@ func TestManifestsTLS(t *testing.T) {
 		{"Deployment", "ovnt-master", "ovnt-master", "OVNT_NB_", "/etc/ovn-transparent/pki"},
 		{"DaemonSet", "ovnt-node-linux", "ovnt-node", "OVNT_SB_", "/etc/ovn-transparent/pki"},
 		{"DaemonSet", "ovnt-node-linux", "ovn-controller", "OVNT_SB_", "/etc/ovn-transparent/pki"},
-		{"DaemonSet", "ovnt-node-windows", "ovnt-node", "OVNT_SB_", `C:\ovn-transparent\pki`},
 	} {
 		o := findObject(t, all, c.kind, c.name)
 		env := containerEnv(t, o, c.container)
@@ -274,10 +274,6 @@ func TestManifestsTLS(t *testing.T) {
 			if !strings.HasPrefix(path, c.mount) {
 				t.Errorf("%s %s container %s: %s%s=%s is not under %s", c.kind, c.name, c.container, c.prefix, v, path, c.mount)
 			}
-		}
-		// HostProcess containers see the host's files; the others need the volume.
-		if c.kind == "DaemonSet" && c.name == "ovnt-node-windows" {
-			continue
 		}
 		if _, ok := mounts[c.mount]; !ok {
 			t.Errorf("%s %s container %s mounts nothing at %s (mounts %v)", c.kind, c.name, c.container, c.mount, mounts)
