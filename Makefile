@@ -12,7 +12,7 @@ LDFLAGS     := -X github.com/ovn-transparent/ovn-transparent/internal/cliapp.ver
 TEST_FLAGS  ?= -count=1 -timeout 30m
 export OVNT_CACHE_DIR ?= /var/cache/ovn-transparent
 
-.PHONY: all build build-windows models lint lint-deploy images deploy-test deps kube-binaries test test-unit test-integration bench bench-services bench-netpol conformance e2e-upstream sandbox sandbox-down clean
+.PHONY: all build build-windows models lint lint-deploy images deploy-test deps kube-binaries test test-unit test-integration bench bench-services bench-netpol conformance conformance-k8s e2e-binaries sandbox sandbox-down clean
 
 all: build
 
@@ -76,7 +76,7 @@ SKIP_LOG    := $(abspath $(OUT))/skipped-tests.txt
 
 # Every tier. The end-to-end tests run the binaries just built (OVNT_BIN_DIR) instead of
 # building their own.
-test: deps lint build build-windows kube-binaries
+test: deps lint build build-windows kube-binaries e2e-binaries
 	@mkdir -p $(OUT); rm -f $(SKIP_LOG)
 	@OVNT_SKIP_LOG=$(SKIP_LOG) OVNT_BIN_DIR=$(abspath $(BIN)) $(GO) test $(TEST_FLAGS) ./...; rc=$$?; \
 	  bash hack/skip-report.sh $(SKIP_LOG); exit $$rc
@@ -100,17 +100,23 @@ conformance: deps build kube-binaries
 	OVNT_BIN_DIR=$(abspath $(BIN)) OVNT_CONFORMANCE=all $(GO) test -count=1 -timeout 240m -v \
 	  -run 'TestNoPolicyAllAllowed|TestCyclonus' ./test/conformance/
 
-# The upstream Kubernetes e2e suite (e2e.test of the cluster's release, built once into
-# $(OVNT_CACHE_DIR)) against a cluster of real nodes: UPSTREAM_SETS of conformance
-# ([sig-network] Conformance), netpol ([Feature:NetworkPolicy]) and network (all of
-# [sig-network]); test/upstream/not-applicable.txt says what is left out and why. Results per
-# test: $(OUT)/upstream/<set>/results.md, with the JUnit report. See docs/upstream-e2e.md.
+# The upstream Kubernetes e2e suite (e2e.test of the cluster's release) against a cluster of
+# real nodes: UPSTREAM_SETS of conformance ([sig-network] Conformance, which make test runs
+# too), netpol ([Feature:NetworkPolicy]) and network (all of [sig-network]);
+# test/upstream/not-applicable.txt says what is left out and why. Prints per-set counts and the
+# failing tests last; per test: $(OUT)/upstream/<set>/results.md, beside the JUnit report
+# junit.xml and ginkgo.log. See docs/upstream-e2e.md.
 UPSTREAM_SETS ?= conformance,netpol,network
-e2e-upstream: deps build kube-binaries
+conformance-k8s: deps build kube-binaries e2e-binaries
+	@mkdir -p $(OUT)/upstream; rm -f $(OUT)/upstream/summary.txt
+	@OVNT_BIN_DIR=$(abspath $(BIN)) OVNT_UPSTREAM_SETS=$(UPSTREAM_SETS) OVNT_UPSTREAM_OUT=$(abspath $(OUT))/upstream \
+	  $(GO) test -count=1 -timeout 300m -v -run TestUpstream ./test/upstream/suite/; rc=$$?; \
+	  cat $(OUT)/upstream/summary.txt 2>/dev/null; exit $$rc
+
+# e2e.test and ginkgo of the cluster's release, built once into $(OVNT_CACHE_DIR) (about 15
+# minutes cold), before the tests so that no package spends its timeout on the build.
+e2e-binaries:
 	$(GO) run ./test/cmd/kube-binaries -e2e >/dev/null
-	@mkdir -p $(OUT)/upstream
-	OVNT_BIN_DIR=$(abspath $(BIN)) OVNT_UPSTREAM_SETS=$(UPSTREAM_SETS) OVNT_UPSTREAM_OUT=$(abspath $(OUT))/upstream \
-	  $(GO) test -count=1 -timeout 300m -v -run TestUpstream ./test/upstream/suite/
 
 # The unit tier: no root, no Kubernetes binaries, no network namespace; its only daemon is an
 # ovsdb-server in a temporary directory (Debian's openvswitch-common). Tests of the other
@@ -124,7 +130,7 @@ test-unit:
 	  bash hack/skip-report.sh $(SKIP_LOG); exit $$rc
 
 # The integration and end-to-end tiers alone (root, OVS, the Kubernetes binaries).
-test-integration: deps build kube-binaries
+test-integration: deps build kube-binaries e2e-binaries
 	@mkdir -p $(OUT); rm -f $(SKIP_LOG)
 	@OVNT_SKIP_LOG=$(SKIP_LOG) OVNT_BIN_DIR=$(abspath $(BIN)) $(GO) test $(TEST_FLAGS) -run "$${RUN:-.}" ./...; rc=$$?; \
 	  bash hack/skip-report.sh $(SKIP_LOG); exit $$rc

@@ -569,3 +569,45 @@ func TestServiceChanges(t *testing.T) {
 		waitLBs(t, ns, "chg", "none", func(rows []lbRow) bool { return len(rows) == 0 })
 	})
 }
+
+// TestServiceProtocolSwitch: one port number on TCP and UDP, then TCP only, then UDP only
+// (the upstream Conformance test "should serve endpoints on same port and different
+// protocols"): each step the remaining protocol answers from clients on both nodes, and the
+// removed one stops answering.
+func TestServiceProtocolSwitch(t *testing.T) {
+	ns := testNamespace(t)
+	startPod(t, workloadPod(ns, "a", "node2", "web",
+		corev1.ContainerPort{Name: "tcp", ContainerPort: 8080, Protocol: corev1.ProtocolTCP},
+		corev1.ContainerPort{Name: "udp", ContainerPort: 8080, Protocol: corev1.ProtocolUDP}))
+	froms := map[string]string{
+		"pod on node1": podNetns(t, startPod(t, workloadPod(ns, "client1", "node1", "client"))),
+		"pod on node2": podNetns(t, startPod(t, workloadPod(ns, "client2", "node2", "client"))),
+	}
+	tcpPort, udpPort := svcPort("tcp-port", corev1.ProtocolTCP, 80, 8080), svcPort("udp-port", corev1.ProtocolUDP, 80, 8080)
+	svc := createService(t, newService(ns, "multi", "web", tcpPort, udpPort))
+	vip := addrPort(svc.Spec.ClusterIP, 80)
+	for what, from := range froms {
+		waitAnswer(t, from, tcp, vip, ns+"/a")
+		waitAnswer(t, from, udp, vip, ns+"/a")
+		t.Logf("TCP and UDP: %s answered", what)
+	}
+
+	updateService(t, ns, "multi", func(s *corev1.Service) { s.Spec.Ports = []corev1.ServicePort{tcpPort} })
+	waitLBs(t, ns, "multi", "TCP only", func(rows []lbRow) bool { return len(rows) == 1 && rows[0].scope == "tcp" })
+	for what, from := range froms {
+		waitAnswer(t, from, tcp, vip, ns+"/a")
+		// As the upstream test does: UDP probes until they go unanswered, and then a few
+		// more, each from a new source port.
+		waitNoAnswer(t, from, udp, vip)
+		expectNoAnswer(t, from, udp, vip)
+		t.Logf("TCP only: %s", what)
+	}
+
+	updateService(t, ns, "multi", func(s *corev1.Service) { s.Spec.Ports = []corev1.ServicePort{udpPort} })
+	waitLBs(t, ns, "multi", "UDP only", func(rows []lbRow) bool { return len(rows) == 1 && rows[0].scope == "udp" })
+	for what, from := range froms {
+		waitAnswer(t, from, udp, vip, ns+"/a")
+		waitNoAnswer(t, from, tcp, vip)
+		t.Logf("UDP only: %s", what)
+	}
+}

@@ -12,14 +12,16 @@ import (
 
 // AgnhostRootfsPackages are the Debian packages of the root filesystem the agnhost image
 // is built on: the tools the upstream image carries that tests run inside it.
-var AgnhostRootfsPackages = []string{"bash", "curl", "netcat-openbsd", "dnsutils", "iproute2", "iputils-ping", "ca-certificates"}
+// wget: the upstream image is Alpine's, whose busybox has it, and the upstream e2e suite
+// runs it in agnhost pods (verifyServeHostnameServiceUp).
+var AgnhostRootfsPackages = []string{"bash", "curl", "wget", "netcat-openbsd", "dnsutils", "iproute2", "iputils-ping", "ca-certificates"}
 
 // EnsureAgnhostRootfs returns a tar of a minimal Debian 12 root filesystem holding
 // AgnhostRootfsPackages, made once with mmdebstrap from Debian's archive (about half a
-// minute) into <cache>/images/agnhost-rootfs-bookworm.tar. Documentation, manual pages and
+// minute) into <cache>/images/agnhost2-rootfs-bookworm.tar. Documentation, manual pages and
 // translations are left out. Safe to call from many processes at once.
 func EnsureAgnhostRootfs(ctx context.Context, logf func(string, ...any)) (string, error) {
-	return ensureDebianRootfs(ctx, "agnhost", AgnhostRootfsPackages, logf)
+	return ensureDebianRootfs(ctx, "agnhost2", AgnhostRootfsPackages, logf)
 }
 
 // NginxRootfsPackages are the Debian packages of the nginx image's root filesystem (the

@@ -20,7 +20,7 @@ import (
 
 func main() {
 	version := flag.String("version", harness.KubeVersion, "Kubernetes release to build (v1.X.Y)")
-	e2e := flag.Bool("e2e", false, "also build the release's upstream e2e suite (e2e.test) and ginkgo (make e2e-upstream)")
+	e2e := flag.Bool("e2e", false, "also build the release's upstream e2e suite (e2e.test) and ginkgo (make e2e-binaries)")
 	flag.Parse()
 	log.SetFlags(log.Ltime)
 	log.SetPrefix("kube-binaries: ")

@@ -55,19 +55,59 @@ func TestUpstream(t *testing.T) {
 		t.Fatal(err)
 	}
 	names := strings.Split(envOr("OVNT_UPSTREAM_SETS", "conformance"), ",")
+	var tally []*setTally
 	for _, name := range names {
 		focus, ok := sets[name]
 		if !ok {
 			t.Fatalf("OVNT_UPSTREAM_SETS: unknown set %q (conformance, netpol, network)", name)
 		}
+		if f := os.Getenv("OVNT_UPSTREAM_FOCUS"); f != "" {
+			focus = f // one test, or a few, of the set (reproducing a failure)
+		}
 		t.Run(name, func(t *testing.T) {
 			s := &setRun{name: name, focus: focus, list: list, e2eDir: e2eDir, kubectl: filepath.Join(kubeBin, "kubectl"),
 				kubeconfig: kubeconfig, dir: run.Path("upstream-" + name)}
 			if out := os.Getenv("OVNT_UPSTREAM_OUT"); out != "" {
-				s.dir = filepath.Join(out, name) // kept after the run (make e2e-upstream)
+				s.dir = filepath.Join(out, name) // kept after the run (make conformance-k8s)
 			}
-			s.run(ctx, t)
+			tl := &setTally{name: name, dir: s.dir}
+			tally = append(tally, tl)
+			s.run(ctx, t, tl)
 		})
+	}
+	report(t, tally)
+}
+
+// setTally is what one set's run came to, for the summary at the end.
+type setTally struct {
+	name, dir                  string
+	specs, pass, fail, na, not int
+	elapsed                    time.Duration
+	failing                    []string // "FAIL name" or "NOT RUN name"
+	done                       bool     // false: the set stopped before its report was read
+}
+
+// report prints the per-set counts and the failing tests once all sets have run (make
+// conformance-k8s shows it last), and writes it to summary.txt beside the sets' directories.
+func report(t *testing.T, tally []*setTally) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "upstream e2e %s, summary:\n", harness.KubeVersion)
+	for _, s := range tally {
+		if !s.done {
+			fmt.Fprintf(&b, "  %-11s did not finish: its errors are above (directory %s)\n", s.name, s.dir)
+			continue
+		}
+		fmt.Fprintf(&b, "  %-11s %3d specs: %3d pass, %d fail, %3d not applicable, %d skipped or not run, in %s (report %s)\n",
+			s.name, s.specs, s.pass, s.fail, s.na, s.not, s.elapsed.Round(time.Second), filepath.Join(s.dir, "junit.xml"))
+		for _, f := range s.failing {
+			fmt.Fprintf(&b, "    %s\n", f)
+		}
+	}
+	logf("%s", b.String())
+	if out := os.Getenv("OVNT_UPSTREAM_OUT"); out != "" {
+		if err := os.WriteFile(filepath.Join(out, "summary.txt"), []byte(b.String()), 0o644); err != nil {
+			t.Error(err)
+		}
 	}
 }
 
@@ -82,7 +122,7 @@ func (s *setRun) e2eArgs() []string {
 		"--report-dir=" + s.dir, "--dns-domain=cluster.local", "--num-nodes=" + strconv.Itoa(len(cl.Nodes))}
 }
 
-func (s *setRun) run(ctx context.Context, t *testing.T) {
+func (s *setRun) run(ctx context.Context, t *testing.T, tally *setTally) {
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -109,8 +149,12 @@ func (s *setRun) run(ctx context.Context, t *testing.T) {
 		t.Fatalf("the dry run found no spec for focus %s", s.focus)
 	}
 	procs := envOr("OVNT_UPSTREAM_PROCS", "4")
+	timeout, err := ginkgoTimeout(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	args := []string{"--procs=" + procs, "--focus=" + s.focus, "--no-color", "--silence-skips",
-		"--output-dir=" + s.dir, "--junit-report=junit.xml", "--timeout=" + envOr("OVNT_UPSTREAM_TIMEOUT", "3h")}
+		"--output-dir=" + s.dir, "--junit-report=junit.xml", "--timeout=" + timeout.String()}
 	if skip := upstream.SkipRegexp(s.list); skip != "" {
 		args = append(args, "--skip="+skip)
 	}
@@ -145,6 +189,7 @@ func (s *setRun) run(ctx context.Context, t *testing.T) {
 	fmt.Fprintf(&table, "| upstream test (%s) | result | time |\n|---|---|---|\n", s.name)
 	var passed, failed, na, other int
 	for _, name := range specs {
+		tally.specs++
 		if e := upstream.Excluded(s.list, name); e != nil {
 			na++
 			fmt.Fprintf(&table, "| %s | not applicable (not-applicable.txt line %d) | |\n", name, e.Line)
@@ -154,6 +199,7 @@ func (s *setRun) run(ctx context.Context, t *testing.T) {
 		switch {
 		case !ok:
 			other++
+			tally.failing = append(tally.failing, "NOT RUN "+name)
 			t.Errorf("%s: did not run (ginkgo: %v)", name, runErr)
 			fmt.Fprintf(&table, "| %s | did not run | |\n", name)
 		case r.Status == upstream.Passed:
@@ -161,10 +207,12 @@ func (s *setRun) run(ctx context.Context, t *testing.T) {
 			fmt.Fprintf(&table, "| %s | pass | %s |\n", name, r.Time.Round(time.Second))
 		case r.Status == upstream.Failed:
 			failed++
+			tally.failing = append(tally.failing, "FAIL "+name)
 			t.Errorf("FAIL %s (%s): %s", name, r.Time.Round(time.Second), firstLine(r.Message))
 			fmt.Fprintf(&table, "| %s | **fail** | %s |\n", name, r.Time.Round(time.Second))
 		default:
 			other++
+			tally.failing = append(tally.failing, strings.ToUpper(r.Status)+" "+name)
 			t.Errorf("%s: %s at run time: %s (a test that cannot apply goes in not-applicable.txt, with why)", name, r.Status, firstLine(r.Message))
 			fmt.Fprintf(&table, "| %s | %s | %s |\n", name, r.Status, r.Time.Round(time.Second))
 		}
@@ -177,6 +225,21 @@ func (s *setRun) run(ctx context.Context, t *testing.T) {
 	if runErr != nil && failed == 0 && other == 0 {
 		t.Errorf("ginkgo: %v (log %s)", runErr, logPath)
 	}
+	tally.pass, tally.fail, tally.na, tally.not, tally.elapsed, tally.done = passed, failed, na, other, elapsed, true
+}
+
+// ginkgoTimeout is OVNT_UPSTREAM_TIMEOUT (default 3h), cut to end two minutes before ctx
+// does: ginkgo stopped by its own timeout still writes the JUnit report (the specs it
+// interrupted are failures), where one killed with the go test binary writes nothing.
+func ginkgoTimeout(ctx context.Context) (time.Duration, error) {
+	d, err := time.ParseDuration(envOr("OVNT_UPSTREAM_TIMEOUT", "3h"))
+	if err != nil {
+		return 0, fmt.Errorf("OVNT_UPSTREAM_TIMEOUT: %w", err)
+	}
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl)-2*time.Minute < d {
+		d = max(time.Until(dl)-2*time.Minute, time.Minute).Round(time.Second)
+	}
+	return d, nil
 }
 
 func envOr(key, def string) string {
