@@ -38,33 +38,17 @@ func TestAnsibleCentral(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := r.Path("ssh", "id_ed25519")
-	if err := os.MkdirAll(filepath.Dir(key), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key).CombinedOutput(); err != nil {
-		t.Fatalf("ssh-keygen: %v: %s", err, out)
-	}
-	pub, err := os.ReadFile(key + ".pub")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The controller: the external host's namespace, on the underlay like the machines.
-	ext, err := r.StartExternalHost(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, pub := newController(ctx, t, r)
 	start := time.Now()
 	var machines []*machine
 	for _, name := range []string{"central1", "central2", "central3"} {
-		m, err := startMachine(ctx, r, name, rootfs, string(pub))
+		m, err := startMachine(ctx, r, name, rootfs, pub)
 		if err != nil {
 			t.Fatal(err)
 		}
 		machines = append(machines, m)
 	}
 	t.Logf("3 machines booted (systemd, sshd) in %s", time.Since(start).Round(time.Second))
-	a := &controller{t: t, netns: ext.Netns, key: key, dir: r.Path("ansible")}
 	inv := a.inventory(machines)
 
 	for i := 1; i <= 2; i++ {
@@ -131,6 +115,27 @@ type controller struct {
 	netns string
 	key   string
 	dir   string
+}
+
+// newController makes an SSH key and starts the controller's namespace (the external host's,
+// on the underlay like the machines); it returns the controller and the public key.
+func newController(ctx context.Context, t *testing.T, r *harness.Run) (*controller, string) {
+	key := r.Path("ssh", "id_ed25519")
+	if err := os.MkdirAll(filepath.Dir(key), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen: %v: %s", err, out)
+	}
+	pub, err := os.ReadFile(key + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ext, err := r.StartExternalHost(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &controller{t: t, netns: ext.Netns, key: key, dir: r.Path("ansible")}, string(pub)
 }
 
 // inventory writes an inventory of the machines as the ovn_central group.

@@ -126,6 +126,13 @@ func startMachine(ctx context.Context, r *harness.Run, name, rootfs, authorizedK
 		"mount --rbind /dev $r/dev",
 		"mount -t tmpfs tmpfs $r/run",
 		"mount -t tmpfs tmpfs $r/tmp",
+		// Shared propagation below the root, as on a host booted by systemd (which makes
+		// "/" shared itself, but not when it runs in a container): systemd mounts a
+		// unit's credentials in a mount namespace of its own and moves them into /run,
+		// and without propagation they never reach the unit (a DynamicUser unit found an
+		// empty root-only directory). The peer groups are this namespace's alone: the
+		// mounts were made private when it was made.
+		"mount --make-rshared $r",
 		"hostname " + name,
 		"exec chroot $r /lib/systemd/systemd --log-target=console",
 	}, "\n")
