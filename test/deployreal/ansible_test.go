@@ -113,6 +113,7 @@ func TestAnsibleCentral(t *testing.T) {
 type controller struct {
 	t     *testing.T
 	netns string
+	ip    string // its address on the underlay
 	key   string
 	dir   string
 }
@@ -135,18 +136,35 @@ func newController(ctx context.Context, t *testing.T, r *harness.Run) (*controll
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &controller{t: t, netns: ext.Netns, key: key, dir: r.Path("ansible")}, string(pub)
+	return &controller{t: t, netns: ext.Netns, ip: ext.IP, key: key, dir: r.Path("ansible")}, string(pub)
 }
 
 // inventory writes an inventory of the machines as the ovn_central group.
 func (a *controller) inventory(ms []*machine) string {
+	return a.inventoryOf([]group{{"ovn_central", ms}}, nil)
+}
+
+// group is an inventory group of machines.
+type group struct {
+	name     string
+	machines []*machine
+}
+
+// inventoryOf writes an inventory of the groups, with vars for all hosts.
+func (a *controller) inventoryOf(groups []group, vars map[string]string) string {
 	var b strings.Builder
 	b.WriteString("all:\n  vars:\n    ansible_user: root\n    ansible_python_interpreter: /usr/bin/python3\n")
 	fmt.Fprintf(&b, "    ansible_ssh_private_key_file: %s\n", a.key)
 	b.WriteString("    ansible_ssh_common_args: -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null\n")
-	b.WriteString("  children:\n    ovn_central:\n      hosts:\n")
-	for _, m := range ms {
-		fmt.Fprintf(&b, "        %s: {ansible_host: %s}\n", m.name, m.ip)
+	for k, v := range vars {
+		fmt.Fprintf(&b, "    %s: %q\n", k, v)
+	}
+	b.WriteString("  children:\n")
+	for _, g := range groups {
+		fmt.Fprintf(&b, "    %s:\n      hosts:\n", g.name)
+		for _, m := range g.machines {
+			fmt.Fprintf(&b, "        %s: {ansible_host: %s}\n", m.name, m.ip)
+		}
 	}
 	if err := os.MkdirAll(a.dir, 0o755); err != nil {
 		a.t.Fatal(err)

@@ -1,0 +1,209 @@
+//go:build linux
+
+package deployreal
+
+import (
+	"context"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/ovn-transparent/ovn-transparent/images"
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/testenv"
+	"github.com/ovn-transparent/ovn-transparent/test/cluster"
+	"github.com/ovn-transparent/ovn-transparent/test/harness"
+)
+
+// TestAnsibleSite runs playbooks/site.yml over SSH against five machines: three ovn_central
+// (RAFT NB and SB over TLS) and two masters (ovnt-master under systemd, a DynamicUser that
+// reads its kubeconfig and NB client certificate as credentials, leader election through a
+// Lease of the API server, which the test runs on the controller's underlay address). The
+// second run changes nothing on any host. Then: the NB has the cluster router and a node
+// switch for each Node; the NB RAFT leader's machine is killed and a new Node still gets its
+// switch; the master machine holding the Lease is killed, the other master takes the Lease
+// and a new Node gets its switch.
+//
+// Opt-in like TestAnsibleCentral: make deploy-test sets OVNT_ANSIBLE_MACHINES=1.
+func TestAnsibleSite(t *testing.T) {
+	if os.Getenv("OVNT_ANSIBLE_MACHINES") == "" {
+		t.Skip("opt-in: make deploy-test runs it (OVNT_ANSIBLE_MACHINES=1)")
+	}
+	testenv.RequireRoot(t, "mmdebstrap", "ansible-playbook", "ssh", "ssh-keygen", "unshare", "chroot", "nsenter")
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+	defer cancel()
+	r := harness.NewTestRun(t)
+	bin, err := cluster.BinDir(ctx, r.Path("bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rootfs, err := ensureMachineRootfs(ctx, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, pub := newController(ctx, t, r)
+
+	// The API server, reachable from the machines at the controller's address, and the
+	// master's kubeconfig (ServiceAccount ovnt-master) naming that address.
+	kube, err := r.StartKube(ctx, harness.KubeOptions{APIServerOnly: true, AdvertiseAddress: a.ip})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kube.ExposeAt(a.netns, a.ip); err != nil {
+		t.Fatal(err)
+	}
+	objs, err := images.RBACObjects()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.ApplyObjects(ctx, kube.RESTConfig(), objs, false); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := r.Path("ansible", "ovnt-master.kubeconfig")
+	if err := cluster.ServiceAccountKubeconfig(ctx, kube, images.MasterServiceAccount, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	host, err := url.Parse(kube.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.LoadFromFile(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cfg.Clusters {
+		c.Server = "https://" + a.ip + ":" + host.Port()
+	}
+	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+
+	start := time.Now()
+	boot := func(names ...string) []*machine {
+		var ms []*machine
+		for _, name := range names {
+			m, err := startMachine(ctx, r, name, rootfs, pub)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ms = append(ms, m)
+		}
+		return ms
+	}
+	centrals := boot("central1", "central2", "central3")
+	masters := boot("master1", "master2")
+	all := append(append([]*machine{}, centrals...), masters...)
+	t.Logf("%d machines booted (systemd, sshd) in %s", len(all), time.Since(start).Round(time.Second))
+	inv := a.inventoryOf([]group{{"ovn_central", centrals}, {"masters", masters}}, map[string]string{
+		"ovnt_binaries_dir":          bin,
+		"ovnt_master_kubeconfig_src": kubeconfig,
+	})
+	a.playbookTwice(ctx, inv, "playbooks/site.yml", all)
+
+	for _, m := range masters {
+		if out := a.trySSH(ctx, m, "systemctl", "is-active", "ovnt-master"); strings.TrimSpace(out) != "active" {
+			t.Errorf("%s: ovnt-master %q: %s", m.name, out, a.trySSH(ctx, m, "journalctl", "-u", "ovnt-master", "-n", "30", "--no-pager"))
+		}
+	}
+	nbctl := func(m *machine, args ...string) string {
+		return a.trySSH(ctx, m, append([]string{"ovn-nbctl", "--no-leader-only", "--timeout=20"}, args...)...)
+	}
+	client := kube.Client()
+	// nodeSwitch creates a Node and waits for its logical switch in the NB of central m.
+	nodeSwitch := func(name string, m *machine) {
+		t.Helper()
+		if _, err := client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		poll.Eventually(t, ctx, "the switch of Node "+name+" in the NB of "+m.name, 2*time.Minute, time.Second, func() (bool, error) {
+			return strings.Contains(nbctl(m, "--bare", "--columns=name", "find", "Logical_Switch", "name="+name), name), nil
+		})
+		t.Logf("Node %s: its switch in the NB of %s after %s", name, m.name, time.Since(start).Round(time.Millisecond))
+	}
+	poll.Eventually(t, ctx, "the cluster router in the NB", 2*time.Minute, time.Second, func() (bool, error) {
+		return strings.Contains(nbctl(centrals[0], "lr-list"), "ovn_cluster_router"), nil
+	})
+	nodeSwitch("worker1", centrals[0])
+	t.Logf("NB topology on %s:\n%s", centrals[0].name, nbctl(centrals[0], "show"))
+
+	// The NB RAFT leader's machine stops: the others elect a leader, the master reconnects.
+	leader := raftLeader(ctx, a, centrals, "ovnnb_db", "OVN_Northbound")
+	if leader == nil {
+		t.Fatal("no NB leader")
+	}
+	leader.boot.Stop()
+	t.Logf("killed %s, the NB leader", leader.name)
+	var survivor *machine
+	for _, m := range centrals {
+		if m != leader {
+			survivor = m
+		}
+	}
+	nodeSwitch("worker2", survivor)
+
+	// The master holding the Lease stops: the other takes it.
+	holder := func() string {
+		l, err := client.CoordinationV1().Leases(images.Namespace).Get(ctx, "ovnt-master", metav1.GetOptions{})
+		if err != nil || l.Spec.HolderIdentity == nil {
+			return ""
+		}
+		return *l.Spec.HolderIdentity
+	}
+	first := holder()
+	var leading *machine
+	for _, m := range masters {
+		if strings.HasPrefix(first, m.name+"_") {
+			leading = m
+		}
+	}
+	if leading == nil {
+		t.Fatalf("the Lease's holder %q is none of the masters", first)
+	}
+	leading.boot.Stop()
+	start = time.Now()
+	poll.Eventually(t, ctx, "the other master holds the Lease", 3*time.Minute, time.Second, func() (bool, error) {
+		h := holder()
+		return h != "" && h != first, nil
+	})
+	t.Logf("killed %s, the leading master: %s leads after %s", leading.name, holder(), time.Since(start).Round(time.Second))
+	nodeSwitch("worker3", survivor)
+}
+
+// raftLeader returns the machine whose server of database name (control socket ctl) is the
+// RAFT leader, or nil.
+func raftLeader(ctx context.Context, a *controller, ms []*machine, ctl, name string) *machine {
+	for _, m := range ms {
+		if strings.Contains(a.trySSH(ctx, m, "ovn-appctl", "-t", "/var/run/ovn/"+ctl+".ctl", "cluster/status", name), "Role: leader") {
+			return m
+		}
+	}
+	return nil
+}
+
+// playbookTwice runs a playbook twice: the first run must succeed on every machine, the
+// second must also change nothing (changed=0).
+func (a *controller) playbookTwice(ctx context.Context, inv, playbook string, ms []*machine) {
+	t := a.t
+	t.Helper()
+	for i := 1; i <= 2; i++ {
+		start := time.Now()
+		recap := a.playbook(ctx, inv, playbook)
+		t.Logf("run %d of %s in %s: %v", i, playbook, time.Since(start).Round(time.Second), recap)
+		for _, m := range ms {
+			st, ok := recap[m.name]
+			if !ok || st["failed"] != "0" || st["unreachable"] != "0" {
+				t.Fatalf("run %d: %s: %v", i, m.name, st)
+			}
+			if i == 2 && st["changed"] != "0" {
+				t.Errorf("second run: %s changed=%s, want 0", m.name, st["changed"])
+			}
+		}
+	}
+}
