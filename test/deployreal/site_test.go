@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
@@ -65,23 +66,43 @@ func TestAnsibleSite(t *testing.T) {
 	if err := cluster.ApplyObjects(ctx, kube.RESTConfig(), objs, false); err != nil {
 		t.Fatal(err)
 	}
-	kubeconfig := r.Path("ansible", "ovnt-master.kubeconfig")
-	if err := cluster.ServiceAccountKubeconfig(ctx, kube, images.MasterServiceAccount, kubeconfig); err != nil {
-		t.Fatal(err)
-	}
 	host, err := url.Parse(kube.Host)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := clientcmd.LoadFromFile(kubeconfig)
-	if err != nil {
+	server := "https://" + a.ip + ":" + host.Port()
+	kubeconfig := r.Path("ansible", "ovnt-master.kubeconfig")
+	if err := cluster.ServiceAccountKubeconfig(ctx, kube, images.MasterServiceAccount, kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range cfg.Clusters {
-		c.Server = "https://" + a.ip + ":" + host.Port()
-	}
-	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
-		t.Fatal(err)
+	atServer(t, kubeconfig, server)
+	client := kube.Client()
+	// Each node's agent: a token of ServiceAccount ovnt-node bound to its Node (the
+	// manifests' admission policy lets it write that Node only), as the operator makes
+	// one for a node the kubelet registered.
+	for _, name := range []string{"node1", "node2"} {
+		node, err := client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := client.CoreV1().ServiceAccounts(images.Namespace).CreateToken(ctx, images.NodeServiceAccount,
+			&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+				BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Node", APIVersion: "v1", Name: name, UID: node.UID}}},
+			metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := clientcmd.LoadFromFile(kube.Kubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ai := range cfg.AuthInfos {
+			ai.Token = tr.Status.Token
+		}
+		if err := clientcmd.WriteToFile(*cfg, r.Path("ansible", name+".kubeconfig")); err != nil {
+			t.Fatal(err)
+		}
+		atServer(t, r.Path("ansible", name+".kubeconfig"), server)
 	}
 
 	start := time.Now()
@@ -98,11 +119,15 @@ func TestAnsibleSite(t *testing.T) {
 	}
 	centrals := boot("central1", "central2", "central3")
 	masters := boot("master1", "master2")
-	all := append(append([]*machine{}, centrals...), masters...)
+	nodes := boot("node1", "node2")
+	all := append(append(append([]*machine{}, centrals...), masters...), nodes...)
 	t.Logf("%d machines booted (systemd, sshd) in %s", len(all), time.Since(start).Round(time.Second))
-	inv := a.inventoryOf([]group{{"ovn_central", centrals}, {"masters", masters}}, map[string]string{
+	inv := a.inventoryOf([]group{{"ovn_central", centrals}, {"masters", masters}, {"linux_nodes", nodes}}, map[string]string{
 		"ovnt_binaries_dir":          bin,
 		"ovnt_master_kubeconfig_src": kubeconfig,
+		"ovnt_node_kubeconfig_src":   r.Path("ansible") + "/{{ inventory_hostname }}.kubeconfig",
+		// This kernel has no openvswitch module: OVS's userspace datapath, as with DPDK.
+		"ovnt_node_datapath_type": "netdev",
 	})
 	a.playbookTwice(ctx, inv, "playbooks/site.yml", all)
 
@@ -114,7 +139,6 @@ func TestAnsibleSite(t *testing.T) {
 	nbctl := func(m *machine, args ...string) string {
 		return a.trySSH(ctx, m, append([]string{"ovn-nbctl", "--no-leader-only", "--timeout=20"}, args...)...)
 	}
-	client := kube.Client()
 	// nodeSwitch creates a Node and waits for its logical switch in the NB of central m.
 	nodeSwitch := func(name string, m *machine) {
 		t.Helper()
@@ -130,6 +154,21 @@ func TestAnsibleSite(t *testing.T) {
 	poll.Eventually(t, ctx, "the cluster router in the NB", 2*time.Minute, time.Second, func() (bool, error) {
 		return strings.Contains(nbctl(centrals[0], "lr-list"), "ovn_cluster_router"), nil
 	})
+	sbctl := func(m *machine, args ...string) string {
+		return a.trySSH(ctx, m, append([]string{"ovn-sbctl", "--no-leader-only", "--timeout=20"}, args...)...)
+	}
+	for _, m := range nodes {
+		if out := a.trySSH(ctx, m, "systemctl", "is-active", "ovnt-node", "ovn-controller", "openvswitch-switch"); out != "active\nactive\nactive\n" {
+			t.Errorf("%s: ovnt-node, ovn-controller, openvswitch-switch %q: %s", m.name, out, a.trySSH(ctx, m, "journalctl", "-u", "ovnt-node", "-n", "30", "--no-pager"))
+		}
+		if out := a.trySSH(ctx, m, "ovs-vsctl", "get", "Bridge", "br-int", "datapath_type"); strings.TrimSpace(out) != "netdev" {
+			t.Errorf("%s: br-int's datapath_type %q, want netdev", m.name, out)
+		}
+		poll.Eventually(t, ctx, "chassis "+m.name+" in the SB with its encapsulation", 2*time.Minute, time.Second, func() (bool, error) {
+			out := sbctl(centrals[0], "--bare", "--columns=encaps", "find", "Chassis", "name="+m.name)
+			return strings.TrimSpace(out) != "", nil
+		})
+	}
 	nodeSwitch("worker1", centrals[0])
 	t.Logf("NB topology on %s:\n%s", centrals[0].name, nbctl(centrals[0], "show"))
 
@@ -149,13 +188,7 @@ func TestAnsibleSite(t *testing.T) {
 	nodeSwitch("worker2", survivor)
 
 	// The master holding the Lease stops: the other takes it.
-	holder := func() string {
-		l, err := client.CoordinationV1().Leases(images.Namespace).Get(ctx, "ovnt-master", metav1.GetOptions{})
-		if err != nil || l.Spec.HolderIdentity == nil {
-			return ""
-		}
-		return *l.Spec.HolderIdentity
-	}
+	holder := func() string { return leaseHolder(ctx, client) }
 	first := holder()
 	var leading *machine
 	for _, m := range masters {
@@ -174,6 +207,21 @@ func TestAnsibleSite(t *testing.T) {
 	})
 	t.Logf("killed %s, the leading master: %s leads after %s", leading.name, holder(), time.Since(start).Round(time.Second))
 	nodeSwitch("worker3", survivor)
+}
+
+// atServer rewrites the kubeconfig at path to reach the API server at server.
+func atServer(t *testing.T, path, server string) {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cfg.Clusters {
+		c.Server = server
+	}
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // raftLeader returns the machine whose server of database name (control socket ctl) is the
