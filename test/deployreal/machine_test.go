@@ -144,6 +144,11 @@ func startMachine(ctx context.Context, r *harness.Run, name, rootfs, authorizedK
 		return nil, err
 	}
 	err = poll.Until(ctx, "sshd of machine "+name, time.Second, func() (bool, error) {
+		select {
+		case <-m.boot.Done():
+			return false, fmt.Errorf("its boot ended: %v (log %s)", m.boot.Err(), r.Path("logs", "machine-"+name+".out"))
+		default:
+		}
 		_, err := harness.Exec(ctx, hn.Netns, "bash", "-c", "exec 3<>/dev/tcp/"+hn.IP+"/22")
 		return err == nil, nil
 	})

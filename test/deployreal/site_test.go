@@ -6,6 +6,7 @@ import (
 	"context"
 	"net/url"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,8 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/ovn-transparent/ovn-transparent/images"
@@ -22,14 +25,17 @@ import (
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 )
 
-// TestAnsibleSite runs playbooks/site.yml over SSH against five machines: three ovn_central
-// (RAFT NB and SB over TLS) and two masters (ovnt-master under systemd, a DynamicUser that
-// reads its kubeconfig and NB client certificate as credentials, leader election through a
-// Lease of the API server, which the test runs on the controller's underlay address). The
-// second run changes nothing on any host. Then: the NB has the cluster router and a node
-// switch for each Node; the NB RAFT leader's machine is killed and a new Node still gets its
-// switch; the master machine holding the Lease is killed, the other master takes the Lease
-// and a new Node gets its switch.
+// TestAnsibleSite runs playbooks/site.yml over SSH against seven machines: three
+// ovn_central (RAFT NB and SB over TLS), two masters (ovnt-master under systemd, a
+// DynamicUser that reads its kubeconfig and NB client certificate as credentials, leader
+// election through a Lease of the API server, which the test runs on the controller's
+// underlay address) and two linux_nodes (OVS's userspace datapath), on which the test first
+// installs kubelet and containerd, as an operator's cluster has them. The second run changes
+// nothing on any host. Then: the node daemons run and each chassis is in the SB; pods on
+// both nodes reach each other and a Service; the NB has the cluster router and a switch for
+// each Node; the NB RAFT leader's machine is killed and a new Node still gets its switch;
+// the master machine holding the Lease is killed, the other master takes the Lease, a new
+// Node gets its switch, and new pods reach each other and a new Service.
 //
 // Opt-in like TestAnsibleCentral: make deploy-test sets OVNT_ANSIBLE_MACHINES=1.
 func TestAnsibleSite(t *testing.T) {
@@ -50,9 +56,10 @@ func TestAnsibleSite(t *testing.T) {
 	}
 	a, pub := newController(ctx, t, r)
 
-	// The API server, reachable from the machines at the controller's address, and the
-	// master's kubeconfig (ServiceAccount ovnt-master) naming that address.
-	kube, err := r.StartKube(ctx, harness.KubeOptions{APIServerOnly: true, AdvertiseAddress: a.ip})
+	// The control plane (its controllers make the Services' EndpointSlices), the API server
+	// reachable from the machines at the controller's address, and the master's kubeconfig
+	// (ServiceAccount ovnt-master) naming that address.
+	kube, err := r.StartKube(ctx, harness.KubeOptions{AdvertiseAddress: a.ip})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,6 +129,24 @@ func TestAnsibleSite(t *testing.T) {
 	nodes := boot("node1", "node2")
 	all := append(append(append([]*machine{}, centrals...), masters...), nodes...)
 	t.Logf("%d machines booted (systemd, sshd) in %s", len(all), time.Since(start).Round(time.Second))
+	// The node machines run kubelet and containerd before ovn-transparent, as in an
+	// operator's cluster; the Nodes turn Ready once ovnt-node installs the CNI config.
+	kubeBin, err := harness.EnsureKubeBinaries(ctx, harness.KubeVersion, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	archives, err := nodeMachineImages(ctx, r, bin, kubeBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeletConfig := r.Path("ansible", "kubelet.kubeconfig")
+	if out, err := exec.Command("cp", kube.Kubeconfig, kubeletConfig).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	atServer(t, kubeletConfig, server)
+	for _, m := range nodes {
+		installKubelet(ctx, t, r, a, m, kubeBin, kubeletConfig, archives)
+	}
 	inv := a.inventoryOf([]group{{"ovn_central", centrals}, {"masters", masters}, {"linux_nodes", nodes}}, map[string]string{
 		"ovnt_binaries_dir":          bin,
 		"ovnt_master_kubeconfig_src": kubeconfig,
@@ -169,6 +194,7 @@ func TestAnsibleSite(t *testing.T) {
 			return strings.TrimSpace(out) != "", nil
 		})
 	}
+	podChecks(ctx, t, client, "first")
 	nodeSwitch("worker1", centrals[0])
 	t.Logf("NB topology on %s:\n%s", centrals[0].name, nbctl(centrals[0], "show"))
 
@@ -207,6 +233,66 @@ func TestAnsibleSite(t *testing.T) {
 	})
 	t.Logf("killed %s, the leading master: %s leads after %s", leading.name, holder(), time.Since(start).Round(time.Second))
 	nodeSwitch("worker3", survivor)
+	podChecks(ctx, t, client, "after-failover")
+}
+
+// podChecks runs a server pod on each of node1 and node2 and a Service of both, then a
+// client pod on each node that connects to the other node's server pod and to the Service
+// (agnhost connect, retried by the kubelet until it succeeds). Names are prefixed by tag.
+func podChecks(ctx context.Context, t *testing.T, client kubernetes.Interface, tag string) {
+	t.Helper()
+	start := time.Now()
+	const ns = "default"
+	ips := map[string]string{}
+	for _, node := range []string{"node1", "node2"} {
+		p := netexec(ns, tag+"-web-"+node, node)
+		p.Labels["app"] = tag + "-web"
+		if _, err := client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc, err := client.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: tag + "-web"},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": tag + "-web"},
+			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, node := range []string{"node1", "node2"} {
+		name := tag + "-web-" + node
+		poll.Eventually(t, ctx, "pod "+name+" ready (the kubelet's probe from its node)", 3*time.Minute, time.Second, func() (bool, error) {
+			p, err := client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+					ips[node] = p.Status.PodIP
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+	}
+	t.Logf("%s: server pods ready on node1 (%s) and node2 (%s) after %s", tag, ips["node1"], ips["node2"], time.Since(start).Round(time.Second))
+	other := map[string]string{"node1": "node2", "node2": "node1"}
+	var clients []string
+	for _, node := range []string{"node1", "node2"} {
+		for what, target := range map[string]string{"pod": ips[other[node]] + ":8080", "svc": svc.Spec.ClusterIP + ":80"} {
+			p := agnhost(ns, tag+"-"+what+"-from-"+node, node, "connect", "--timeout=3s", target)
+			p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+			if _, err := client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			clients = append(clients, p.Name)
+		}
+	}
+	for _, name := range clients {
+		poll.Eventually(t, ctx, "client pod "+name+" connected", 3*time.Minute, time.Second, func() (bool, error) {
+			p, err := client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			return err == nil && p.Status.Phase == corev1.PodSucceeded, nil
+		})
+	}
+	t.Logf("%s: pods on each node reached the other node's pod and the Service %s after %s", tag, svc.Spec.ClusterIP, time.Since(start).Round(time.Second))
 }
 
 // atServer rewrites the kubeconfig at path to reach the API server at server.
