@@ -60,7 +60,7 @@ images: build
 deploy-test: deps images kube-binaries
 	bash hack/install-deps.sh deploy
 	OVNT_BIN_DIR=$(abspath $(BIN)) OVNT_IMAGE_ARCHIVE=$(abspath $(OUT))/images/ovnt-linux.tar OVNT_ANSIBLE_MACHINES=1 \
-	  $(GO) test -count=1 -timeout 45m -v -run 'TestManifests|TestAnsibleCentral' ./test/deployreal/
+	  $(GO) test -count=1 -timeout 45m -v -run 'TestLinuxManifestsOnBareNodes|TestManifests|TestMachineCredentials|TestAnsibleCentral|TestAnsibleSite' ./test/deployreal/
 
 deps:
 	bash hack/install-deps.sh

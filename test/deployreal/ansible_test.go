@@ -38,49 +38,20 @@ func TestAnsibleCentral(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := r.Path("ssh", "id_ed25519")
-	if err := os.MkdirAll(filepath.Dir(key), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key).CombinedOutput(); err != nil {
-		t.Fatalf("ssh-keygen: %v: %s", err, out)
-	}
-	pub, err := os.ReadFile(key + ".pub")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The controller: the external host's namespace, on the underlay like the machines.
-	ext, err := r.StartExternalHost(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, pub := newController(ctx, t, r)
 	start := time.Now()
 	var machines []*machine
 	for _, name := range []string{"central1", "central2", "central3"} {
-		m, err := startMachine(ctx, r, name, rootfs, string(pub))
+		m, err := startMachine(ctx, r, name, rootfs, pub)
 		if err != nil {
 			t.Fatal(err)
 		}
 		machines = append(machines, m)
 	}
 	t.Logf("3 machines booted (systemd, sshd) in %s", time.Since(start).Round(time.Second))
-	a := &controller{t: t, netns: ext.Netns, key: key, dir: r.Path("ansible")}
 	inv := a.inventory(machines)
 
-	for i := 1; i <= 2; i++ {
-		start := time.Now()
-		recap := a.playbook(ctx, inv, "playbooks/ovn_central.yml")
-		t.Logf("run %d of ovn_central.yml in %s: %v", i, time.Since(start).Round(time.Second), recap)
-		for _, m := range machines {
-			st, ok := recap[m.name]
-			if !ok || st["failed"] != "0" || st["unreachable"] != "0" {
-				t.Fatalf("run %d: %s: %v", i, m.name, st)
-			}
-			if i == 2 && st["changed"] != "0" {
-				t.Errorf("second run: %s changed=%s, want 0", m.name, st["changed"])
-			}
-		}
-	}
+	a.playbookTwice(ctx, inv, "playbooks/ovn_central.yml", machines)
 
 	// Every member in both clusters; one leader.
 	leader := -1
@@ -129,19 +100,58 @@ func TestAnsibleCentral(t *testing.T) {
 type controller struct {
 	t     *testing.T
 	netns string
+	ip    string // its address on the underlay
 	key   string
 	dir   string
 }
 
+// newController makes an SSH key and starts the controller's namespace (the external host's,
+// on the underlay like the machines); it returns the controller and the public key.
+func newController(ctx context.Context, t *testing.T, r *harness.Run) (*controller, string) {
+	key := r.Path("ssh", "id_ed25519")
+	if err := os.MkdirAll(filepath.Dir(key), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen: %v: %s", err, out)
+	}
+	pub, err := os.ReadFile(key + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ext, err := r.StartExternalHost(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &controller{t: t, netns: ext.Netns, ip: ext.IP, key: key, dir: r.Path("ansible")}, string(pub)
+}
+
 // inventory writes an inventory of the machines as the ovn_central group.
 func (a *controller) inventory(ms []*machine) string {
+	return a.inventoryOf([]group{{"ovn_central", ms}}, nil)
+}
+
+// group is an inventory group of machines.
+type group struct {
+	name     string
+	machines []*machine
+}
+
+// inventoryOf writes an inventory of the groups, with vars for all hosts.
+func (a *controller) inventoryOf(groups []group, vars map[string]string) string {
 	var b strings.Builder
 	b.WriteString("all:\n  vars:\n    ansible_user: root\n    ansible_python_interpreter: /usr/bin/python3\n")
 	fmt.Fprintf(&b, "    ansible_ssh_private_key_file: %s\n", a.key)
 	b.WriteString("    ansible_ssh_common_args: -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null\n")
-	b.WriteString("  children:\n    ovn_central:\n      hosts:\n")
-	for _, m := range ms {
-		fmt.Fprintf(&b, "        %s: {ansible_host: %s}\n", m.name, m.ip)
+	for k, v := range vars {
+		fmt.Fprintf(&b, "    %s: %q\n", k, v)
+	}
+	b.WriteString("  children:\n")
+	for _, g := range groups {
+		fmt.Fprintf(&b, "    %s:\n      hosts:\n", g.name)
+		for _, m := range g.machines {
+			fmt.Fprintf(&b, "        %s: {ansible_host: %s}\n", m.name, m.ip)
+		}
 	}
 	if err := os.MkdirAll(a.dir, 0o755); err != nil {
 		a.t.Fatal(err)

@@ -122,8 +122,9 @@ func (d *deployment) config() map[string]any {
 }
 
 // apply writes each node's certificate where the DaemonSet mounts it, creates the master's
-// Secret, and applies every manifest: the ConfigMap with config(), the images taken from the
-// node (imported, not pulled: no registry is reachable).
+// Secret, and applies every manifest as it is but for the ConfigMap, filled with config().
+// The image is imported into the nodes, not pulled (no registry is reachable): the
+// manifests' imagePullPolicy IfNotPresent must let the runtime use it.
 func (d *deployment) apply(ctx context.Context) {
 	t := d.t
 	for _, n := range d.c.Nodes {
@@ -157,8 +158,6 @@ func (d *deployment) apply(ctx context.Context) {
 			if err := unstructured.SetNestedField(o.Object, d.config(), "data"); err != nil {
 				t.Fatal(err)
 			}
-		case "Deployment", "DaemonSet":
-			pullFromNode(t, o)
 		}
 	}
 	if objs[0].GetKind() != "Namespace" {
@@ -172,21 +171,6 @@ func (d *deployment) apply(ctx context.Context) {
 	// The Secret right after its Namespace, before the Deployment that mounts it.
 	objs = append(objs[:1:1], append([]*unstructured.Unstructured{secretObj}, objs[1:]...)...)
 	if err := cluster.ApplyObjects(ctx, d.c.Kube.RESTConfig(), objs, false); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// pullFromNode sets imagePullPolicy IfNotPresent on every container of a workload: the
-// manifests name the image by the tag :latest, for which Kubernetes' default is Always.
-func pullFromNode(t *testing.T, o *unstructured.Unstructured) {
-	containers, _, err := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range containers {
-		c.(map[string]any)["imagePullPolicy"] = "IfNotPresent"
-	}
-	if err := unstructured.SetNestedSlice(o.Object, containers, "spec", "template", "spec", "containers"); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 
 	ovntimages "github.com/ovn-transparent/ovn-transparent/images"
 	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
@@ -93,13 +94,7 @@ func (d *deployment) nodePods(ctx context.Context) map[types.UID]bool {
 func (d *deployment) checkMasterFailover(ctx context.Context, w *workloads) {
 	t := d.t
 	client := d.c.Kube.Client()
-	holder := func() string {
-		l, err := client.CoordinationV1().Leases(ovntimages.Namespace).Get(ctx, "ovnt-master", metav1.GetOptions{})
-		if err != nil || l.Spec.HolderIdentity == nil {
-			return ""
-		}
-		return *l.Spec.HolderIdentity
-	}
+	holder := func() string { return leaseHolder(ctx, client) }
 	leader := holder()
 	if leader == "" {
 		t.Fatal("no master holds the Lease ovn-transparent/ovnt-master")
@@ -141,4 +136,14 @@ func (d *deployment) checkMasterFailover(ctx context.Context, w *workloads) {
 	})
 	t.Logf("web-c reached from the other node %s after it was Ready", time.Since(start).Round(time.Second))
 	d.waitRolledOut(ctx)
+}
+
+// leaseHolder returns the identity of the master holding the Lease ovn-transparent/ovnt-master,
+// or "".
+func leaseHolder(ctx context.Context, client kubernetes.Interface) string {
+	l, err := client.CoordinationV1().Leases(ovntimages.Namespace).Get(ctx, "ovnt-master", metav1.GetOptions{})
+	if err != nil || l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
 }

@@ -126,6 +126,13 @@ func startMachine(ctx context.Context, r *harness.Run, name, rootfs, authorizedK
 		"mount --rbind /dev $r/dev",
 		"mount -t tmpfs tmpfs $r/run",
 		"mount -t tmpfs tmpfs $r/tmp",
+		// Shared propagation below the root, as on a host booted by systemd (which makes
+		// "/" shared itself, but not when it runs in a container): systemd mounts a
+		// unit's credentials in a mount namespace of its own and moves them into /run,
+		// and without propagation they never reach the unit (a DynamicUser unit found an
+		// empty root-only directory). The peer groups are this namespace's alone: the
+		// mounts were made private when it was made.
+		"mount --make-rshared $r",
 		"hostname " + name,
 		"exec chroot $r /lib/systemd/systemd --log-target=console",
 	}, "\n")
@@ -137,6 +144,11 @@ func startMachine(ctx context.Context, r *harness.Run, name, rootfs, authorizedK
 		return nil, err
 	}
 	err = poll.Until(ctx, "sshd of machine "+name, time.Second, func() (bool, error) {
+		select {
+		case <-m.boot.Done():
+			return false, fmt.Errorf("its boot ended: %v (log %s)", m.boot.Err(), r.Path("logs", "machine-"+name+".out"))
+		default:
+		}
 		_, err := harness.Exec(ctx, hn.Netns, "bash", "-c", "exec 3<>/dev/tcp/"+hn.IP+"/22")
 		return err == nil, nil
 	})
