@@ -35,6 +35,7 @@ func flags() []cli.Flag {
 		cliapp.String("openflow-listen", "", "remote chassis: br-int's passive controller target for that ovn-controller's OpenFlow: pssl:PORT[:IP] (ptcp: only with --listen-plaintext); TLS files on ovs-vswitchd's command line"),
 		cliapp.Bool("ovn-bridge-remote", false, "remote chassis: also write external_ids:ovn-bridge-remote (--openflow-listen as a client dials it, at the node's address), for an ovn-controller of OVN 24.09 or later, which then needs no OpenFlow relay (chassis-relay --openflow-port 0)"),
 		cliapp.Bool("listen-plaintext", false, "allow ptcp: in --ovsdb-listen and --openflow-listen: the node's database and br-int open to anyone on the network"),
+		cliapp.Duration("sb-probe-interval", 60*time.Second, "ovn-controller's SB inactivity probe (external_ids:ovn-remote-probe-interval): how long its SB connection may be silent before it probes, and how long it waits for the answer before it reconnects and recomputes; OVN's own 5 s drops busy nodes (0 leaves OVN's default)"),
 		cliapp.String("encap-type", "geneve", "tunnel encapsulation: geneve, or stt (needs an OVS build up to 3.5)"),
 		cliapp.String("encap-ip", "", "tunnel endpoint address; empty means the node's InternalIP"),
 		cliapp.Int("mtu", 1400, "pod interface MTU (the underlay's minus the tunnel overhead)"),
@@ -76,6 +77,7 @@ func configFrom(c *cli.Context) (Config, error) {
 		OpenFlowListen:     c.String("openflow-listen"),
 		BridgeRemote:       c.Bool("ovn-bridge-remote"),
 		EncapType:          c.String("encap-type"),
+		SBProbeInterval:    c.Duration("sb-probe-interval"),
 		MTU:                c.Int("mtu"),
 		DatapathType:       c.String("datapath-type"),
 		UplinkIface:        c.String("uplink-interface"),
@@ -164,6 +166,8 @@ func validate(c Config) error {
 	switch {
 	case c.NodeName == "":
 		return fmt.Errorf("--node-name is empty")
+	case c.SBProbeInterval < 0 || (c.SBProbeInterval > 0 && c.SBProbeInterval < time.Second):
+		return fmt.Errorf("--sb-probe-interval %s: must be 0 or at least 1s", c.SBProbeInterval)
 	case c.EncapType != "geneve" && c.EncapType != "stt":
 		return fmt.Errorf("--encap-type %q: must be geneve or stt", c.EncapType)
 	case c.MTU < 576 || c.MTU > 9000:

@@ -55,6 +55,7 @@ func TestNodeConfigRejectsBadInput(t *testing.T) {
 		want string
 	}{
 		{[]string{"--encap-type", "vxlan"}, "encap-type"},
+		{[]string{"--sb-probe-interval", "500ms"}, "sb-probe-interval"},
 		{[]string{"--mtu", "100"}, "mtu"},
 		{[]string{"--encap-ip", "300.1.1.1"}, "encap-ip"},
 		{[]string{"--node-name", ""}, "node-name"},

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 	"runtime"
+	"strconv"
 	"strings"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
@@ -92,6 +93,9 @@ func setupChassis(ctx context.Context, cfg Config, sw *ovs.Switch, host hostnet.
 	}
 	if cfg.BridgeRemote {
 		ch.BridgeRemote = bridgeRemote(cfg.OpenFlowListen, encapIP)
+	}
+	if cfg.SBProbeInterval > 0 {
+		ch.RemoteProbe = strconv.FormatInt(cfg.SBProbeInterval.Milliseconds(), 10)
 	}
 	systemID, err := sw.EnsureChassis(ctx, ch)
 	if err != nil {

@@ -28,9 +28,12 @@ type Config struct {
 	SBClientCert string
 	SBCACert     string
 	OVSAddress   string
-	EncapType    string     // geneve or stt
-	EncapIP      netip.Addr // zero: the node's address
-	MTU          int
+	EncapType    string // geneve or stt
+	// SBProbeInterval is ovn-controller's SB inactivity probe (ovn-remote-probe-interval);
+	// zero leaves OVN's default of 5 s.
+	SBProbeInterval time.Duration
+	EncapIP         netip.Addr // zero: the node's address
+	MTU             int
 	// DatapathType is the type of the bridges: "system" (kernel) or "netdev" (userspace).
 	DatapathType string
 

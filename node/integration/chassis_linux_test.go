@@ -107,6 +107,7 @@ func checkChassisSettings(ctx context.Context, t *testing.T, e *env, n *node) {
 	ids := map[string]string{
 		"hostname": n.Name, "ovn-remote": n.SBRemote, "ovn-encap-type": "geneve",
 		"ovn-encap-ip": n.IP, "ovn-bridge-mappings": contract.PhysicalNetwork + ":br-phy", "ovn-bridge-datapath-type": "netdev",
+		"ovn-remote-probe-interval": "60000",
 	}
 	for k, v := range ids {
 		out, err := n.VSCtl(ctx, "get", "Open_vSwitch", ".", "external_ids:"+k)

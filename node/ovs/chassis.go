@@ -14,6 +14,9 @@ const (
 	KeyEncapIP        = "ovn-encap-ip"
 	KeyBridgeMappings = "ovn-bridge-mappings"
 	KeyDatapathType   = "ovn-bridge-datapath-type"
+	// KeyRemoteProbe is how long ovn-controller lets its SB connection be silent before it
+	// probes, and waits for the answer, in milliseconds (OVN's default is 5000).
+	KeyRemoteProbe = "ovn-remote-probe-interval"
 	// KeyBridgeRemote is where an ovn-controller of OVN 24.09 or later dials br-int instead
 	// of <OVS_RUNDIR>/br-int.mgmt (a remote chassis, docs/remote-chassis.md).
 	KeyBridgeRemote = "ovn-bridge-remote"
@@ -37,6 +40,8 @@ type Chassis struct {
 	DatapathType string
 	// BridgeRemote is ovn-bridge-remote; empty leaves the key alone.
 	BridgeRemote string
+	// RemoteProbe is ovn-remote-probe-interval in milliseconds; empty leaves the key alone.
+	RemoteProbe string
 }
 
 // EnsureChassis writes the chassis settings into Open_vSwitch external_ids and returns the
@@ -56,7 +61,7 @@ func (s *Switch) EnsureChassis(ctx context.Context, ch Chassis) (string, error) 
 		KeyEncapType: ch.EncapType,
 		KeyEncapIP:   ch.EncapIP,
 	}
-	for k, v := range map[string]string{KeyRemote: ch.SBRemote, KeyBridgeMappings: ch.BridgeMappings, KeyDatapathType: ch.DatapathType, KeyBridgeRemote: ch.BridgeRemote} {
+	for k, v := range map[string]string{KeyRemote: ch.SBRemote, KeyBridgeMappings: ch.BridgeMappings, KeyDatapathType: ch.DatapathType, KeyBridgeRemote: ch.BridgeRemote, KeyRemoteProbe: ch.RemoteProbe} {
 		if v != "" {
 			want[k] = v
 		}
