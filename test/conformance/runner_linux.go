@@ -778,15 +778,18 @@ func (r *runner) afterRecompute(ctx context.Context, wrong map[probeKey]*probe.J
 	if _, err := r.cl.Central.NBCtl(ctx, "--wait=hv", "sync"); err != nil {
 		fmt.Fprintf(&b, "waiting for the chassis: %v\n", err)
 	}
-	res, err := r.probeAll(ctx, wrong, retryTimeout)
-	still := 0
-	for k := range wrong {
-		if res[k] != want[k] {
-			still++
+	// reprobe probes the pairs of wrong again and says, after what, how many still differ.
+	reprobe := func(after string) (still int, err error) {
+		res, err := r.probeAll(ctx, wrong, retryTimeout)
+		for k := range wrong {
+			if res[k] != want[k] {
+				still++
+			}
 		}
+		fmt.Fprintf(&b, "after %s: %d of %d differing probes still differ (err %v)\n", after, still, len(wrong), err)
+		return still, err
 	}
-	fmt.Fprintf(&b, "after every ovn-controller recomputed its flows: %d of %d differing probes still differ (err %v)\n", still, len(wrong), err)
-	if still == 0 {
+	if still, _ := reprobe("every ovn-controller recomputed its flows"); still == 0 {
 		return b.String(), false
 	}
 	// A recompute that installs the same OpenFlow flows leaves ovs-vswitchd's datapath flow
@@ -802,15 +805,7 @@ func (r *runner) afterRecompute(ctx context.Context, wrong map[probeKey]*probe.J
 				fmt.Fprintf(&b, "%s on %s: %v\n", step.cmd, n.Name, err)
 			}
 		}
-		res, err = r.probeAll(ctx, wrong, retryTimeout)
-		still = 0
-		for k := range wrong {
-			if res[k] != want[k] {
-				still++
-			}
-		}
-		fmt.Fprintf(&b, "after %s: %d of %d differing probes still differ (err %v)\n", step.what, still, len(wrong), err)
-		if still == 0 && err == nil {
+		if still, err := reprobe(step.what); still == 0 && err == nil {
 			b.WriteString(step.diagnosis)
 			return b.String(), step.diagnosis == staleDatapathFlows
 		}
