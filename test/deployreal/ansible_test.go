@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
-	"github.com/ovn-transparent/ovn-transparent/internal/testing/testenv"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 )
 
@@ -27,10 +26,7 @@ import (
 // Opt-in (about a minute and a half, and a root filesystem of about 360 MB made once in
 // about two minutes): make deploy-test sets OVNT_ANSIBLE_MACHINES=1.
 func TestAnsibleCentral(t *testing.T) {
-	if os.Getenv("OVNT_ANSIBLE_MACHINES") == "" {
-		t.Skip("opt-in: make deploy-test runs it (OVNT_ANSIBLE_MACHINES=1)")
-	}
-	testenv.RequireRoot(t, "mmdebstrap", "ansible-playbook", "ssh", "ssh-keygen", "unshare", "chroot", "nsenter")
+	requireMachines(t, "ansible-playbook")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	r := harness.NewTestRun(t)

@@ -4,12 +4,10 @@ package deployreal
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/ovn-transparent/ovn-transparent/internal/testing/testenv"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 )
 
@@ -18,10 +16,7 @@ import (
 // LoadCredential. It failed on machines whose mounts had private propagation (systemd in a
 // container leaves "/" as it finds it, and the credentials it mounts never reached the unit).
 func TestMachineCredentials(t *testing.T) {
-	if os.Getenv("OVNT_ANSIBLE_MACHINES") == "" {
-		t.Skip("opt-in: make deploy-test runs it (OVNT_ANSIBLE_MACHINES=1)")
-	}
-	testenv.RequireRoot(t, "mmdebstrap", "ssh", "ssh-keygen", "unshare", "chroot", "nsenter")
+	requireMachines(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	r := harness.NewTestRun(t)

@@ -12,9 +12,11 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/testenv"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 )
 
@@ -156,4 +158,15 @@ func startMachine(ctx context.Context, r *harness.Run, name, rootfs, authorizedK
 		return nil, fmt.Errorf("machine %s did not boot: %w", name, err)
 	}
 	return m, nil
+}
+
+// requireMachines skips a test of machines unless make deploy-test asked for them
+// (OVNT_ANSIBLE_MACHINES=1), then requires root and what booting and reaching machines
+// needs, with the test's own tools (testenv.RequireRoot).
+func requireMachines(t *testing.T, tools ...string) {
+	t.Helper()
+	if os.Getenv("OVNT_ANSIBLE_MACHINES") == "" {
+		t.Skip("opt-in: make deploy-test runs it (OVNT_ANSIBLE_MACHINES=1)")
+	}
+	testenv.RequireRoot(t, append([]string{"mmdebstrap", "ssh", "ssh-keygen", "unshare", "chroot", "nsenter"}, tools...)...)
 }

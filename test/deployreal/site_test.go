@@ -5,7 +5,6 @@ package deployreal
 import (
 	"context"
 	"net/url"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -20,7 +19,6 @@ import (
 
 	"github.com/ovn-transparent/ovn-transparent/images"
 	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
-	"github.com/ovn-transparent/ovn-transparent/internal/testing/testenv"
 	"github.com/ovn-transparent/ovn-transparent/test/cluster"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 )
@@ -39,10 +37,7 @@ import (
 //
 // Opt-in like TestAnsibleCentral: make deploy-test sets OVNT_ANSIBLE_MACHINES=1.
 func TestAnsibleSite(t *testing.T) {
-	if os.Getenv("OVNT_ANSIBLE_MACHINES") == "" {
-		t.Skip("opt-in: make deploy-test runs it (OVNT_ANSIBLE_MACHINES=1)")
-	}
-	testenv.RequireRoot(t, "mmdebstrap", "ansible-playbook", "ssh", "ssh-keygen", "unshare", "chroot", "nsenter")
+	requireMachines(t, "ansible-playbook")
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	r := harness.NewTestRun(t)
