@@ -66,6 +66,20 @@ func TestAnsibleCentral(t *testing.T) {
 	if leader < 0 {
 		t.Fatal("no NB leader")
 	}
+	// Every remote probes its silent clients after 60 s, not OVN's 5 s.
+	for _, ctl := range []string{"ovn-nbctl", "ovn-sbctl"} {
+		out := a.ssh(ctx, machines[0], ctl, "--no-leader-only", "--format=csv", "--data=bare", "--no-headings",
+			"--columns=target,inactivity_probe", "list", "Connection")
+		rows := strings.Fields(out)
+		if len(rows) == 0 {
+			t.Errorf("%s: no Connection rows", ctl)
+		}
+		for _, row := range rows {
+			if !strings.HasSuffix(row, ",60000") {
+				t.Errorf("%s: Connection %s: want inactivity_probe 60000", ctl, row)
+			}
+		}
+	}
 	if out := a.ssh(ctx, machines[0], "ovn-nbctl", "--no-leader-only", "ls-add", "before-failover"); strings.TrimSpace(out) != "" {
 		t.Logf("ls-add: %s", out)
 	}
