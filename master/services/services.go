@@ -164,8 +164,17 @@ func (s lbSet) rows() []nb.Row {
 			continue
 		}
 		p := l.proto.NB()
+		// No router answers ARP for a VIP. A gateway router's VIPs include every node's
+		// address (NodePorts with affinity) and externalIPs, which reach a node because the
+		// network routes them to its address; OVN's default answers for every VIP inside
+		// the router's subnet, claiming the other nodes' addresses on the physical network.
+		opts := maps.Clone(l.opts)
+		if opts == nil {
+			opts = map[string]string{}
+		}
+		opts["neighbor_responder"] = "none"
 		rows = append(rows, nb.Row{ID: id, ReferencedBy: l.refs, Model: &nbdb.LoadBalancer{
-			Name: l.name, Protocol: &p, Vips: l.vips, Options: l.opts,
+			Name: l.name, Protocol: &p, Vips: l.vips, Options: opts,
 		}})
 	}
 	slices.SortFunc(rows, func(a, b nb.Row) int { return cmp.Compare(a.ID.String(), b.ID.String()) })

@@ -97,7 +97,7 @@ func TestClusterIPMultiPortMultiProtocol(t *testing.T) {
 	if got["lb-cluster udp"].Vips["10.96.0.10:53"] != "10.244.1.10:5353" || got["lb-cluster sctp"].Vips["10.96.0.10:9000"] != "10.244.2.10:9000" {
 		t.Errorf("udp %v sctp %v", got["lb-cluster udp"].Vips, got["lb-cluster sctp"].Vips)
 	}
-	if tcp.Options["reject"] != "true" || tcp.Options["template"] != "" {
+	if tcp.Options["reject"] != "true" || tcp.Options["template"] != "" || tcp.Options["neighbor_responder"] != "none" {
 		t.Errorf("options %v", tcp.Options)
 	}
 	for _, r := range rows {

@@ -60,8 +60,12 @@ func gatewayRows(cfg Config, n Node) ([]nb.Row, error) {
 		{
 			// nat-addresses=router: the switch side announces the GR's NAT addresses (the
 			// node IP) with gratuitous ARP, so the physical network learns where they are.
-			ID:     id(nb.ExternalSwitchGWPort),
-			Model:  routerTypePort(contract.ExternalSwitchGatewayPort(n.Name), rtoe, g.MAC, map[string]string{"nat-addresses": "router"}),
+			// Not its load balancers' VIPs: they include every node's address (NodePorts
+			// with affinity), the ClusterIPs and externalIPs, and announcing them would
+			// claim the other nodes' addresses on the physical network.
+			ID: id(nb.ExternalSwitchGWPort),
+			Model: routerTypePort(contract.ExternalSwitchGatewayPort(n.Name), rtoe, g.MAC,
+				map[string]string{"nat-addresses": "router", "exclude-lb-vips-from-garp": "true"}),
 			Parent: id(nb.ExternalSwitch),
 		},
 		{

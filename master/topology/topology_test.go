@@ -105,7 +105,7 @@ func TestNodeGateway(t *testing.T) {
 		t.Errorf("management port security %q", mgmt.PortSecurity)
 	}
 	etor := got[nb.ExternalSwitchGWPort].Model.(*nbdb.LogicalSwitchPort)
-	if etor.Options["nat-addresses"] != "router" || etor.Options["router-port"] != "rtoe-GR_node1" ||
+	if etor.Options["nat-addresses"] != "router" || etor.Options["exclude-lb-vips-from-garp"] != "true" || etor.Options["router-port"] != "rtoe-GR_node1" ||
 		!reflect.DeepEqual(etor.Addresses, []string{"0a:58:ac:12:00:01"}) {
 		t.Errorf("etor %+v", etor)
 	}
