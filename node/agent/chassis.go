@@ -152,10 +152,10 @@ func ensureListeners(ctx context.Context, cfg Config, sw *ovs.Switch) error {
 	if _, err := sw.RemoveSSL(ctx); err != nil {
 		return err
 	}
-	if err := sw.EnsureManager(ctx, cfg.OVSDBListen); err != nil {
+	if err := sw.EnsureManager(ctx, cfg.OVSDBListen, cfg.ListenProbeInterval); err != nil {
 		return err
 	}
-	return sw.EnsureController(ctx, IntegrationBridge, cfg.OpenFlowListen)
+	return sw.EnsureController(ctx, IntegrationBridge, cfg.OpenFlowListen, cfg.ListenProbeInterval)
 }
 
 // bridgeRemote is the OpenFlow listener listen ("pssl:6653[:IP]") as a client on another

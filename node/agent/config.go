@@ -45,6 +45,9 @@ type Config struct {
 	// apply over its own files.
 	OVSDBListen    string
 	OpenFlowListen string
+	// ListenProbeInterval is the listeners' inactivity probe (node/ovs listener.go says
+	// why it is longer than OVS's 5 s); zero leaves OVS's default.
+	ListenProbeInterval time.Duration
 	// BridgeRemote writes external_ids:ovn-bridge-remote, the node's OpenFlow listener as
 	// an ovn-controller of OVN 24.09 or later dials it (that one needs no OpenFlow relay).
 	BridgeRemote bool

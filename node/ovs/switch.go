@@ -46,8 +46,8 @@ func Connect(ctx context.Context, remote string, logger logr.Logger, reg prometh
 			{Model: &ovs, Fields: []interface{}{&ovs.Bridges, &ovs.ExternalIDs, &ovs.SSL, &ovs.ManagerOptions}},
 			{Model: &ssl, Fields: []interface{}{&ssl.PrivateKey, &ssl.Certificate, &ssl.CaCert}},
 			// A remote chassis' listeners (listener.go).
-			{Model: &mgr, Fields: []interface{}{&mgr.Target}},
-			{Model: &ctl, Fields: []interface{}{&ctl.Target}},
+			{Model: &mgr, Fields: []interface{}{&mgr.Target, &mgr.InactivityProbe}},
+			{Model: &ctl, Fields: []interface{}{&ctl.Target, &ctl.InactivityProbe}},
 			{Model: &br, Fields: []interface{}{&br.Name, &br.Ports, &br.DatapathType, &br.FailMode, &br.OtherConfig, &br.Protocols, &br.Controller}},
 			{Model: &port, Fields: []interface{}{&port.Name, &port.Interfaces, &port.ExternalIDs}},
 			// Not the statistics: ovs-vswitchd rewrites them every few seconds, and every

@@ -245,12 +245,20 @@ func TestListeners(t *testing.T) {
 		"--", "set-manager", "ptcp:6641:127.0.0.1", "--", "set-ssl", "/k.pem", "/c.pem", "/ca.pem")
 	sw := connect(t, remote)
 	ctx := context.Background()
-	for range 2 {
-		if err := sw.EnsureManager(ctx, "pssl:6640"); err != nil {
+	probes := func() string {
+		return vsctl("--columns=inactivity_probe", "--bare", "list", "Controller") + "/" +
+			vsctl("--columns=inactivity_probe", "--bare", "find", "Manager", "target=pssl\\:6640")
+	}
+	// Twice (idempotent), then with another probe: the same rows get it.
+	for _, probe := range []time.Duration{time.Minute, time.Minute, 30 * time.Second} {
+		if err := sw.EnsureManager(ctx, "pssl:6640", probe); err != nil {
 			t.Fatal(err)
 		}
-		if err := sw.EnsureController(ctx, "br-int", "pssl:6653"); err != nil {
+		if err := sw.EnsureController(ctx, "br-int", "pssl:6653", probe); err != nil {
 			t.Fatal(err)
+		}
+		if got, want := probes(), fmt.Sprintf("%d/%d", probe.Milliseconds(), probe.Milliseconds()); got != want {
+			t.Errorf("inactivity probes (Controller/Manager) after %s: %q, want %q", probe, got, want)
 		}
 	}
 	if got := vsctl("get-manager"); got != "pssl:6640\nptcp:6641:127.0.0.1" {
@@ -271,7 +279,7 @@ func TestListeners(t *testing.T) {
 	if got := vsctl("get-ssl"); got != "" {
 		t.Errorf("get-ssl after RemoveSSL: %q", got)
 	}
-	if err := sw.EnsureController(ctx, "br-missing", "pssl:6653"); err == nil {
+	if err := sw.EnsureController(ctx, "br-missing", "pssl:6653", 0); err == nil {
 		t.Error("EnsureController on a missing bridge: no error")
 	}
 }
