@@ -534,7 +534,31 @@ func (n *Node) StartOVNController(ctx context.Context) (*Proc, error) {
 	n.mu.Lock()
 	n.controller = p
 	n.mu.Unlock()
+	go n.superviseController(p)
 	return p, nil
+}
+
+// superviseController restarts the node's ovn-controller p if it dies on its own, as
+// systemd restarts the ovn-host service on a real node, and records the crash loudly with
+// the end of its log: OVN 23.03's ovn-controller aborts now and then when its OpenFlow
+// connection is made again while ports are being removed (if-status.c
+// if_status_mgr_clear(), see docs/development.md). A test that kills it restarts it
+// itself.
+func (n *Node) superviseController(p *Proc) {
+	<-p.Done()
+	n.mu.Lock()
+	stopped := n.stopped
+	n.mu.Unlock()
+	if !p.Crashed() || stopped || n.run.isClosed() {
+		return
+	}
+	n.run.noteCrash(fmt.Sprintf("node %s: ovn-controller (pid %d) exited on its own (%v); its log ends: %s; restarting it",
+		n.Name, p.Pid(), p.Err(), logTail(filepath.Join(n.run.LogDir, n.Name+"-ovn-controller.log"), 3)))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := n.StartOVNController(ctx); err != nil {
+		n.run.noteCrash(fmt.Sprintf("node %s: ovn-controller could not be restarted: %v", n.Name, err))
+	}
 }
 
 // OVNController is the running (or last) ovn-controller of the node; nil if none was

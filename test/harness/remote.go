@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"time"
 )
 
 // The ports a remote chassis' node listens on for its ovn-controller (docs/remote-chassis.md):
@@ -147,7 +148,25 @@ func (rc *RemoteController) Start(ctx context.Context) error {
 		return err
 	}
 	rc.relay, rc.controller = relay, controller
+	go rc.supervise(controller)
 	return nil
+}
+
+// supervise starts the relay and ovn-controller again if ovn-controller dies on its own
+// (Node.superviseController says why it does), and records the crash loudly.
+func (rc *RemoteController) supervise(p *Proc) {
+	<-p.Done()
+	if !p.Crashed() || rc.run.isClosed() {
+		return
+	}
+	rc.run.noteCrash(fmt.Sprintf("remote ovn-controller of %s (pid %d) exited on its own (%v); its log ends: %s; restarting it",
+		rc.Node.Name, p.Pid(), p.Err(), logTail(filepath.Join(rc.run.LogDir, "rc-"+rc.Node.Name+"-ovn-controller.log"), 3)))
+	rc.Kill()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := rc.Start(ctx); err != nil {
+		rc.run.noteCrash(fmt.Sprintf("remote ovn-controller of %s could not be restarted: %v", rc.Node.Name, err))
+	}
 }
 
 // Kill SIGKILLs ovn-controller and the relay, as a crash of the controller host would; the
