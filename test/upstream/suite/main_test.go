@@ -10,6 +10,7 @@ package suite
 
 import (
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,7 +28,8 @@ func TestMain(m *testing.M) {
 		Name: "upstream e2e",
 		// Three schedulable nodes: several upstream tests place pods on two different
 		// nodes and need a third to stay out of their way (HostPort, session affinity).
-		Cluster:  cluster.Options{RealNodes: true, Nodes: []string{"node1", "node2", "node3"}},
+		Cluster: cluster.Options{RealNodes: true, Nodes: []string{"node1", "node2", "node3"},
+			RemoteNodes: remoteNodes(os.Getenv("OVNT_UPSTREAM_REMOTE"))},
 		Programs: []string{"containerd", "runc", "ctr", "nsenter", "busybox", "/usr/lib/cni/loopback"},
 		Timeout:  8 * time.Minute,
 		Started:  func(r *harness.Run, c *cluster.Cluster) { run, cl = r, c },
@@ -36,3 +38,15 @@ func TestMain(m *testing.M) {
 }
 
 var logf = cluster.Logf
+
+// remoteNodes are the nodes OVNT_UPSTREAM_REMOTE names (comma-separated, e.g. "node2"): they
+// run as remote chassis (docs/remote-chassis.md), their ovn-controller on a host of its own.
+func remoteNodes(names string) map[string]bool {
+	m := map[string]bool{}
+	for _, n := range strings.Split(names, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			m[n] = true
+		}
+	}
+	return m
+}

@@ -76,6 +76,34 @@ func TestUpstream(t *testing.T) {
 		})
 	}
 	report(t, tally)
+	hold(ctx, t)
+}
+
+// hold keeps the cluster up after a failed run when OVNT_UPSTREAM_HOLD is set, until the file
+// it names is removed (or the test's deadline): with it, the failed tests' namespaces stay
+// too (--delete-namespace-on-failure=false), so their Services and pods can be inspected
+// with kubectl, ovn-nbctl, ovs-appctl and ovn-trace against the run's sockets.
+func hold(ctx context.Context, t *testing.T) {
+	if os.Getenv("OVNT_UPSTREAM_HOLD") == "" || !t.Failed() {
+		return
+	}
+	f := run.Path("hold")
+	if err := os.WriteFile(f, []byte("remove this file to end the run\n"), 0o644); err != nil {
+		t.Error(err)
+		return
+	}
+	logf("upstream: holding the cluster for inspection: kubeconfig %s, sockets under %s; rm %s to end",
+		cl.Kube.Kubeconfig, run.Dir, f)
+	for {
+		if _, err := os.Stat(f); err != nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(2 * time.Second):
+		}
+	}
 }
 
 // setTally is what one set's run came to, for the summary at the end.
@@ -119,7 +147,8 @@ type setRun struct {
 
 func (s *setRun) e2eArgs() []string {
 	return []string{"--provider=local", "--kubeconfig=" + s.kubeconfig, "--kubectl-path=" + s.kubectl,
-		"--report-dir=" + s.dir, "--dns-domain=cluster.local", "--num-nodes=" + strconv.Itoa(len(cl.Nodes))}
+		"--report-dir=" + s.dir, "--dns-domain=cluster.local", "--num-nodes=" + strconv.Itoa(len(cl.Nodes)),
+		"--delete-namespace-on-failure=" + strconv.FormatBool(os.Getenv("OVNT_UPSTREAM_HOLD") == "")}
 }
 
 func (s *setRun) run(ctx context.Context, t *testing.T, tally *setTally) {
