@@ -122,7 +122,7 @@ func udpService(t *testing.T, ns string) (svc *corev1.Service, client *corev1.Po
 // stayed on the entry of the deleted pod for as long as it kept sending.
 func TestServiceUDPBackendReplaced(t *testing.T) {
 	ns := testNamespace(t)
-	startPod(t, workloadPod(ns, "old", "node2", "udpsrv"))
+	oldPod := startPod(t, workloadPod(ns, "old", "node2", "udpsrv"))
 	svc, client, flows := udpService(t, ns)
 	// The load balancer has its backend before the flows start (probes from other source
 	// ports): this test is about the backend going away, not about the first one.
@@ -132,14 +132,23 @@ func TestServiceUDPBackendReplaced(t *testing.T) {
 	}
 	waitBackend(t, ns+"/old", flows...)
 
+	// The new backend starts first, so that it cannot get the old one's address back (the
+	// stale entries would then lead to it by chance). The flows stay on the old backend
+	// while it lives: their entries are not stale.
+	newPod := startPod(t, workloadPod(ns, "new", "node2", "udpsrv"))
+	if newPod.Status.PodIP == oldPod.Status.PodIP {
+		t.Fatalf("the new pod has the old one's address %s", newPod.Status.PodIP)
+	}
+	waitBackend(t, ns+"/old", flows...)
 	deletePod(t, ns, "old")
-	startPod(t, workloadPod(ns, "new", "node2", "udpsrv"))
 	waitBackend(t, ns+"/new", flows...)
 }
 
 // TestServiceUDPFirstEndpoint: the UDP clients of udpService send while the Service has no
-// endpoint; then its first backend starts. Their next datagrams reach it: the node deletes
-// the entries made while the Service had none (kube-proxy does the same).
+// endpoint; then its first backend starts. Their next datagrams reach it. The node deletes
+// entries made while the Service had none (kube-proxy does the same); with the load
+// balancer's reject in place, though, OVN leaves no such entry, and this test passes without
+// the cleaner too: it guards the case, it did not find a defect.
 func TestServiceUDPFirstEndpoint(t *testing.T) {
 	ns := testNamespace(t)
 	_, _, flows := udpService(t, ns)
