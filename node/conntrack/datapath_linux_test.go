@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -83,9 +84,7 @@ func (v *vswitchd) send(src, dst netip.AddrPort) {
 			",dst="+dst.Addr().String()+",proto=17,tos=0,ttl=64,frag=no),udp(src="+itoa(src.Port())+",dst="+itoa(dst.Port())+")")
 }
 
-func itoa(p uint16) string {
-	return netip.AddrPortFrom(netip.IPv4Unspecified(), p).String()[len("0.0.0.0:"):]
-}
+func itoa(p uint16) string { return strconv.Itoa(int(p)) }
 
 var (
 	vip      = netip.MustParseAddrPort("10.96.0.10:53")
