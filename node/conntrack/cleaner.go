@@ -31,8 +31,9 @@ type Cleaner struct {
 	log  logr.Logger
 	loop *reconcile.Loop[string]
 
-	mu    sync.Mutex
-	table Table // nil until the first Set: nothing is stale before the caches are full
+	mu      sync.Mutex
+	table   Table     // nil until the first Set: nothing is stale before the caches are full
+	changed time.Time // of the table, for the rechecks
 }
 
 // NewCleaner returns a cleaner of dp's entries; nothing happens until Run and Set.
@@ -47,15 +48,11 @@ func (c *Cleaner) Set(t Table) {
 	c.mu.Lock()
 	same := c.table != nil && c.table.Equal(t)
 	if !same {
-		c.table = t
+		c.table, c.changed = t, time.Now()
 	}
 	c.mu.Unlock()
-	if same {
-		return
-	}
-	c.loop.Add(key)
-	for _, d := range recheck {
-		c.loop.AddAfter(key, d)
+	if !same {
+		c.loop.Add(key)
 	}
 }
 
@@ -64,12 +61,21 @@ func (c *Cleaner) Run(ctx context.Context) { c.loop.Run(ctx) }
 
 func (c *Cleaner) sync(ctx context.Context) error {
 	c.mu.Lock()
-	t := c.table
+	t, since := c.table, time.Since(c.changed)
 	c.mu.Unlock()
 	if len(t) == 0 {
 		return nil
 	}
-	defer c.loop.AddAfter(key, resync)
+	// The next look: the first recheck still ahead, else the resync. One at a time, since
+	// the queue keeps only the earliest of a key's delayed adds.
+	next := resync
+	for _, d := range recheck {
+		if d > since {
+			next = d - since
+			break
+		}
+	}
+	defer c.loop.AddAfter(key, next)
 	conns, err := c.dp.Dump(ctx)
 	if err != nil && conns == nil {
 		return fmt.Errorf("reading the datapath's conntrack entries: %w", err)
