@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"sync"
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
+	"github.com/ovn-transparent/ovn-transparent/node/conntrack"
 	"github.com/ovn-transparent/ovn-transparent/node/gateway"
 	"github.com/ovn-transparent/ovn-transparent/node/hostnet"
 	"github.com/ovn-transparent/ovn-transparent/node/localnat"
@@ -17,7 +19,8 @@ import (
 
 // startServices runs the node's part of Services until ctx ends: the gateway bridge's entry
 // points (gw may be nil: no gateway bridge, no entry points), the host's own NodePort access
-// when the system has it (cfg.LocalNodePorts), and the healthCheckNodePort servers. stop
+// when the system has it (cfg.LocalNodePorts), the healthCheckNodePort servers, and the
+// cleaning of UDP and SCTP Services' stale conntrack entries where the system has it. stop
 // waits for it to end.
 func startServices(ctx context.Context, cfg Config, client kubernetes.Interface, addr hostnet.NodeAddress,
 	gw *gateway.Controller, log logr.Logger) (stop func()) {
@@ -38,15 +41,31 @@ func startServices(ctx context.Context, cfg Config, client kubernetes.Interface,
 			sc.NAT = nat
 		}
 	}
-	c := services.New(sc, client, log)
 	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
+	var wg sync.WaitGroup
+	dp, err := conntrack.NewDatapath(cfg.OVSRunDir)
+	switch {
+	case errors.Is(err, conntrack.ErrNotImplemented):
+		log.Info("UDP clients of a Service keep a removed backend until their conntrack entry times out", "reason", err.Error())
+	case err != nil:
+		log.Error(err, "cleaning of stale UDP conntrack entries disabled")
+	default:
+		cleaner := conntrack.NewCleaner(dp, log.WithName("conntrack"))
+		sc.Conntrack = cleaner
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cleaner.Run(ctx)
+		}()
+	}
+	c := services.New(sc, client, log)
+	wg.Add(1)
 	go func() {
-		defer close(done)
+		defer wg.Done()
 		c.Run(ctx)
 	}()
 	return func() {
 		cancel()
-		<-done
+		wg.Wait()
 	}
 }

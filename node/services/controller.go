@@ -17,6 +17,7 @@ import (
 
 	"github.com/ovn-transparent/ovn-transparent/internal/reconcile"
 	"github.com/ovn-transparent/ovn-transparent/internal/svcmodel"
+	"github.com/ovn-transparent/ovn-transparent/node/conntrack"
 	"github.com/ovn-transparent/ovn-transparent/node/gateway"
 	"github.com/ovn-transparent/ovn-transparent/node/localnat"
 )
@@ -44,6 +45,9 @@ type Config struct {
 	// access is not implemented.
 	Gateway Gateway
 	NAT     localnat.NAT
+	// Conntrack, if not nil, is given the UDP and SCTP frontends and their backends at
+	// every sync, to delete the entries of backends that are gone (*conntrack.Cleaner).
+	Conntrack interface{ Set(conntrack.Table) }
 }
 
 // key is the queue's one key: the node's part of Services is small and is recomputed
@@ -142,6 +146,9 @@ func (c *Controller) sync(ctx context.Context) error {
 		} else {
 			c.natDone, c.appliedNAT = true, st.LocalNAT
 		}
+	}
+	if c.cfg.Conntrack != nil {
+		c.cfg.Conntrack.Set(conntrack.Desired(c.cfg.Limits.Admitted(svcs), eps, c.cfg.NodeName, policy.NodeIPs, policy))
 	}
 	if err := c.health.Set(st.Health); err != nil {
 		errs = append(errs, err)
