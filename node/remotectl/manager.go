@@ -2,6 +2,10 @@ package remotectl
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -69,21 +73,26 @@ func (m *Manager) Run(ctx context.Context) error {
 	return nil
 }
 
-// Ready reports whether the nodes have been listed and every remote node that can have a
+// Ready is nil once the nodes have been listed and every remote node that can have a
 // controller has a running one.
-func (m *Manager) Ready() bool {
+func (m *Manager) Ready() error {
 	m.mu.Lock()
 	synced := m.synced
 	m.mu.Unlock()
 	if !synced {
-		return false
+		return errors.New("nodes not listed yet")
 	}
-	for _, pid := range m.Supervisor.Running() {
+	var waiting []string
+	for node, pid := range m.Supervisor.Running() {
 		if pid == 0 {
-			return false
+			waiting = append(waiting, node)
 		}
 	}
-	return true
+	if len(waiting) > 0 {
+		slices.Sort(waiting)
+		return fmt.Errorf("no running ovn-controller for %s", strings.Join(waiting, ", "))
+	}
+	return nil
 }
 
 // sync brings obj's controller in line with the node; a node that is remote but cannot have

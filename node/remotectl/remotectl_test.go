@@ -209,7 +209,7 @@ func TestManagerFollowsNodes(t *testing.T) {
 	go func() { done <- m.Run(ctx) }()
 	waitFor(t, "controllers for win1 and lin1", func() bool {
 		r := s.Running()
-		return len(r) == 2 && r["win1"] != 0 && r["lin1"] != 0 && m.Ready()
+		return len(r) == 2 && r["win1"] != 0 && r["lin1"] != 0 && m.Ready() == nil
 	})
 	select {
 	case ev := <-rec.Events:

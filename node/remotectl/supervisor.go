@@ -36,7 +36,10 @@ type Config struct {
 	OVSDBPort, OpenFlowPort int
 	// Plaintext connects the relays to the node over TCP instead of TLS.
 	Plaintext bool
-	// Command is the controller's command for spec in dir; nil: DefaultCommand.
+	// OVNController is the ovn-controller binary; empty: ovn-controller in $PATH.
+	OVNController string
+	// Command is the controller's command for spec in dir; nil: DefaultCommand of
+	// OVNController.
 	Command func(spec Spec, dir string) *exec.Cmd
 	// MinBackoff and MaxBackoff bound the wait before a controller that exited is started
 	// again (doubling from MinBackoff; back to it after a run of a minute). Zero: 1 s, 30 s.
@@ -46,10 +49,10 @@ type Config struct {
 	Logger      logr.Logger
 }
 
-// DefaultCommand runs ovn-controller on the relay's database socket with spec's files for the
-// SB, logging to standard error, in dir.
-func DefaultCommand(spec Spec, dir string) *exec.Cmd {
-	cmd := exec.Command("ovn-controller", "unix:"+filepath.Join(dir, DBSocket),
+// DefaultCommand runs ovn-controller (the binary bin) on the relay's database socket with
+// spec's files for the SB, logging to standard error, in dir.
+func DefaultCommand(bin string, spec Spec, dir string) *exec.Cmd {
+	cmd := exec.Command(bin, "unix:"+filepath.Join(dir, DBSocket),
 		"--pidfile="+filepath.Join(dir, PIDFile), "-vconsole:info", "-vsyslog:off", "-vfile:off",
 		"-p", spec.KeyFile, "-c", spec.CertFile, "-C", spec.CAFile)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
@@ -77,8 +80,11 @@ type controller struct {
 
 // NewSupervisor returns a Supervisor with no controllers.
 func NewSupervisor(cfg Config) *Supervisor {
+	if cfg.OVNController == "" {
+		cfg.OVNController = "ovn-controller"
+	}
 	if cfg.Command == nil {
-		cfg.Command = DefaultCommand
+		cfg.Command = func(spec Spec, dir string) *exec.Cmd { return DefaultCommand(cfg.OVNController, spec, dir) }
 	}
 	if cfg.MinBackoff == 0 {
 		cfg.MinBackoff = time.Second
