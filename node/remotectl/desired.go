@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -53,9 +51,6 @@ type Spec struct {
 	// CertFile and KeyFile are <certdir>/<node>.crt and .key: what the controller presents
 	// to the SB and, through the relays, to the node's listeners. CAFile is <certdir>/ca.crt.
 	CertFile, KeyFile, CAFile string
-	// Files is the modification times of the three files: a renewed certificate is a new
-	// Spec, which restarts the controller and its relays with it.
-	Files string
 }
 
 // ErrMissing is wrapped by Desired's error when a file the node needs is not in the
@@ -76,14 +71,12 @@ func Desired(n *corev1.Node, certDir string) (spec Spec, ok bool, err error) {
 	spec.CertFile = filepath.Join(certDir, n.Name+".crt")
 	spec.KeyFile = filepath.Join(certDir, n.Name+".key")
 	spec.CAFile = filepath.Join(certDir, CAFile)
-	var stamps []string
+	// Renewed files need no restart: the relays read them for every connection, and
+	// ovn-controller when they change (docs/remote-chassis.md, Rotation).
 	for _, f := range []string{spec.CertFile, spec.KeyFile, spec.CAFile} {
-		fi, err := os.Stat(f)
-		if err != nil {
+		if _, err := os.Stat(f); err != nil {
 			return Spec{}, true, fmt.Errorf("remote chassis %s: certificate file %s %w: %v", n.Name, f, ErrMissing, err)
 		}
-		stamps = append(stamps, fi.ModTime().UTC().Format(time.RFC3339Nano))
 	}
-	spec.Files = strings.Join(stamps, " ")
 	return spec, true, nil
 }

@@ -220,7 +220,7 @@ func (s *Supervisor) relays(spec Spec, dir string, lg logr.Logger) ([]*chassisre
 		}
 		if !s.cfg.Plaintext {
 			var err error
-			// Read again at every start: a renewed certificate takes effect at the next restart.
+			// ClientTLS reads the files again for every connection: renewed ones need no restart.
 			r.TLS, err = ovsdb.ClientTLS(ovsdb.Config{PrivateKeyFile: spec.KeyFile, CertificateFile: spec.CertFile,
 				CACertFile: spec.CAFile}, r.Target)
 			if err != nil {
