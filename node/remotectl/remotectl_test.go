@@ -171,6 +171,17 @@ func TestSupervisorStopsOnRemoval(t *testing.T) {
 	if _, ok := s.Running()["win1"]; ok {
 		t.Error("a removed node is still listed")
 	}
+
+	// Removed and set again at once: the new controller starts after the old one has
+	// removed the run directory, and keeps its own.
+	waitFor(t, "a running controller", func() bool { s.Set(spec); pid = s.Running()["win1"]; return pid != 0 })
+	s.Remove("win1")
+	s.Set(spec)
+	waitFor(t, "the next controller running", func() bool { p := s.Running()["win1"]; return p != 0 && p != pid })
+	time.Sleep(200 * time.Millisecond)
+	if _, err := os.Stat(filepath.Join(run, "win1", DBSocket)); err != nil {
+		t.Errorf("the new controller's socket: %v", err)
+	}
 }
 
 // TestSupervisorStopAll: StopAll returns after every controller has exited.

@@ -65,7 +65,10 @@ type Supervisor struct {
 
 	mu    sync.Mutex
 	nodes map[string]*controller
-	wg    sync.WaitGroup
+	// stopping has the done channel of each removed controller: one set again starts only
+	// once its predecessor has stopped and removed the run directory.
+	stopping map[string]chan struct{}
+	wg       sync.WaitGroup
 }
 
 // controller is one node's supervised controller.
@@ -95,7 +98,7 @@ func NewSupervisor(cfg Config) *Supervisor {
 	if cfg.StopTimeout == 0 {
 		cfg.StopTimeout = 10 * time.Second
 	}
-	return &Supervisor{cfg: cfg, nodes: map[string]*controller{}}
+	return &Supervisor{cfg: cfg, nodes: map[string]*controller{}, stopping: map[string]chan struct{}{}}
 }
 
 // Set makes spec.Node's controller run with spec: started if there is none, restarted if it
@@ -107,7 +110,8 @@ func (s *Supervisor) Set(spec Spec) {
 	if old != nil && old.spec == spec {
 		return
 	}
-	var prev chan struct{}
+	prev := s.stopping[spec.Node]
+	delete(s.stopping, spec.Node)
 	if old != nil {
 		s.cfg.Logger.Info("restarting the controller with new settings", "node", spec.Node, "address", spec.Address)
 		old.cancel()
@@ -132,6 +136,7 @@ func (s *Supervisor) Remove(node string) {
 		s.cfg.Logger.Info("stopping the controller", "node", node)
 		c.cancel()
 		delete(s.nodes, node)
+		s.stopping[node] = c.done
 	}
 }
 
