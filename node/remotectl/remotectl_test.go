@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/ovn-transparent/ovn-transparent/node/chassisrelay"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
@@ -179,7 +180,7 @@ func TestSupervisorStopsOnRemoval(t *testing.T) {
 	s.Set(spec)
 	waitFor(t, "the next controller running", func() bool { p := s.Running()["win1"]; return p != 0 && p != pid })
 	time.Sleep(200 * time.Millisecond)
-	if _, err := os.Stat(filepath.Join(run, "win1", DBSocket)); err != nil {
+	if _, err := os.Stat(filepath.Join(run, "win1", chassisrelay.DBSocket)); err != nil {
 		t.Errorf("the new controller's socket: %v", err)
 	}
 }

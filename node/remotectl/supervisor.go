@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -19,12 +17,9 @@ import (
 	"github.com/ovn-transparent/ovn-transparent/node/chassisrelay"
 )
 
-// The files the supervisor makes in a node's run directory.
-const (
-	DBSocket = "db.sock"     // the relay to the node's database, ovn-controller's database
-	OFSocket = "br-int.mgmt" // the relay to the node's br-int, where ovn-controller 23.03 dials
-	PIDFile  = "ovn-controller.pid"
-)
+// PIDFile is ovn-controller's pid file in its run directory, beside the relays' sockets
+// (chassisrelay.DBSocket, chassisrelay.OFSocket) and its control socket.
+const PIDFile = "ovn-controller.pid"
 
 // Config is how a Supervisor runs each node's controller.
 type Config struct {
@@ -52,7 +47,7 @@ type Config struct {
 // DefaultCommand runs ovn-controller (the binary bin) on the relay's database socket with
 // spec's files for the SB, logging to standard error, in dir.
 func DefaultCommand(bin string, spec Spec, dir string) *exec.Cmd {
-	cmd := exec.Command(bin, "unix:"+filepath.Join(dir, DBSocket),
+	cmd := exec.Command(bin, "unix:"+filepath.Join(dir, chassisrelay.DBSocket),
 		"--pidfile="+filepath.Join(dir, PIDFile), "-vconsole:info", "-vsyslog:off", "-vfile:off",
 		"-p", spec.KeyFile, "-c", spec.CertFile, "-C", spec.CAFile)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
@@ -206,35 +201,15 @@ func (s *Supervisor) supervise(ctx context.Context, c *controller, prev <-chan s
 
 // relays are the chassis relays of spec, listening in dir.
 func (s *Supervisor) relays(spec Spec, dir string, lg logr.Logger) ([]*chassisrelay.Relay, error) {
-	scheme := "ssl"
-	if s.cfg.Plaintext {
-		scheme = "tcp"
+	var tlsCfg *ovsdb.Config
+	if !s.cfg.Plaintext {
+		tlsCfg = &ovsdb.Config{PrivateKeyFile: spec.KeyFile, CertificateFile: spec.CertFile, CACertFile: spec.CAFile}
 	}
-	var out []*chassisrelay.Relay
-	for _, p := range []struct {
-		port   int
-		socket string
-	}{{s.cfg.OVSDBPort, DBSocket}, {s.cfg.OpenFlowPort, OFSocket}} {
-		if p.port == 0 && p.socket == OFSocket {
-			continue
-		}
-		r := &chassisrelay.Relay{
-			Listen: filepath.Join(dir, p.socket),
-			Target: scheme + ":" + net.JoinHostPort(spec.Address, strconv.Itoa(p.port)),
-			Logger: lg,
-		}
-		if !s.cfg.Plaintext {
-			var err error
-			// ClientTLS reads the files again for every connection: renewed ones need no restart.
-			r.TLS, err = ovsdb.ClientTLS(ovsdb.Config{PrivateKeyFile: spec.KeyFile, CertificateFile: spec.CertFile,
-				CACertFile: spec.CAFile}, r.Target)
-			if err != nil {
-				return nil, err
-			}
-		}
-		out = append(out, r)
+	relays, err := chassisrelay.NodeRelays(dir, spec.Address, s.cfg.OVSDBPort, s.cfg.OpenFlowPort, tlsCfg, 0)
+	for _, r := range relays {
+		r.Logger = lg
 	}
-	return out, nil
+	return relays, err
 }
 
 // runOnce starts the relays and the controller and waits until the controller exits, a relay
