@@ -27,6 +27,8 @@ const Namespace = "ovn-transparent"
 const (
 	MasterServiceAccount = "ovnt-master"
 	NodeServiceAccount   = "ovnt-node"
+	// RemoteControllersServiceAccount runs `ovnt-node remote-controllers`.
+	RemoteControllersServiceAccount = "ovnt-remote-controllers"
 )
 
 // Manifests returns the names of the manifest files, in the order they are applied.

@@ -29,7 +29,7 @@ func main() {
 
 func newApp() *cli.App {
 	app := cliapp.New("ovnt-node", "OVN chassis set-up and CNI server of one node", flags(), run)
-	app.Commands = append(app.Commands, doctorCommand(), relayCommand())
+	app.Commands = append(app.Commands, doctorCommand(), relayCommand(), remoteControllersCommand())
 	return app
 }
 

@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -17,14 +14,7 @@ import (
 	"github.com/ovn-transparent/ovn-transparent/internal/cliapp"
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/internal/ovsdb"
-	"github.com/ovn-transparent/ovn-transparent/node/agent"
 	"github.com/ovn-transparent/ovn-transparent/node/chassisrelay"
-)
-
-// The sockets the relay makes in the controller's run directory.
-const (
-	relayDBSocket = "db.sock"
-	relayOFSocket = agent.IntegrationBridge + ".mgmt"
 )
 
 // relayCommand is `ovnt-node chassis-relay`: it runs beside the ovn-controller of a remote
@@ -32,10 +22,10 @@ const (
 func relayCommand() *cli.Command {
 	return &cli.Command{
 		Name: "chassis-relay",
-		Usage: "relay a remote chassis' ovn-controller to its node over TLS: <rundir>/" + relayDBSocket +
-			" to the node's database, <rundir>/" + relayOFSocket + " to its br-int",
+		Usage: "relay a remote chassis' ovn-controller to its node over TLS: <rundir>/" + chassisrelay.DBSocket +
+			" to the node's database, <rundir>/" + chassisrelay.OFSocket + " to its br-int",
 		Flags: []cli.Flag{
-			cliapp.String("rundir", contract.OVSRunDir, "the ovn-controller's OVS_RUNDIR, where it finds br-int.mgmt; start it with unix:<rundir>/"+relayDBSocket+" as its database"),
+			cliapp.String("rundir", contract.OVSRunDir, "the ovn-controller's OVS_RUNDIR, where it finds br-int.mgmt; start it with unix:<rundir>/"+chassisrelay.DBSocket+" as its database"),
 			cliapp.String("node-address", "", "the node's address (host name or IP), where it listens"),
 			cliapp.Int("ovsdb-port", 6640, "the node's database listener (ovnt-node --ovsdb-listen)"),
 			cliapp.Int("openflow-port", 6653, "the node's br-int listener (ovnt-node --openflow-listen); 0: no OpenFlow relay, for an ovn-controller with ovn-bridge-remote (OVN 24.09 and later)"),
@@ -88,38 +78,21 @@ func relaysFrom(c *cli.Context) ([]*chassisrelay.Relay, error) {
 	if rundir == "" {
 		return nil, fmt.Errorf("--rundir is empty")
 	}
-	scheme := "ssl"
-	if c.Bool("allow-plaintext") {
-		scheme = "tcp"
+	for _, f := range []string{"ovsdb-port", "openflow-port"} {
+		if p := c.Int(f); p < 0 || p > 65535 || (p == 0 && f == "ovsdb-port") {
+			return nil, fmt.Errorf("--%s %d: not a port", f, p)
+		}
 	}
-	ports := []struct {
-		flag, socket string
-	}{{"ovsdb-port", relayDBSocket}, {"openflow-port", relayOFSocket}}
-	var relays []*chassisrelay.Relay
-	for _, p := range ports {
-		port := c.Int(p.flag)
-		if port == 0 && p.flag == "openflow-port" {
-			continue
+	var tlsCfg *ovsdb.Config
+	if !c.Bool("allow-plaintext") {
+		tlsCfg = &ovsdb.Config{
+			PrivateKeyFile: c.String("client-key"), CertificateFile: c.String("client-cert"),
+			CACertFile: c.String("ca-cert"), ServerName: c.String("server-name"),
 		}
-		if port < 1 || port > 65535 {
-			return nil, fmt.Errorf("--%s %d: not a port", p.flag, port)
-		}
-		r := &chassisrelay.Relay{
-			Listen:      filepath.Join(rundir, p.socket),
-			Target:      scheme + ":" + net.JoinHostPort(node, strconv.Itoa(port)),
-			DialTimeout: c.Duration("dial-timeout"),
-		}
-		if scheme == "ssl" {
-			var err error
-			r.TLS, err = ovsdb.ClientTLS(ovsdb.Config{
-				PrivateKeyFile: c.String("client-key"), CertificateFile: c.String("client-cert"),
-				CACertFile: c.String("ca-cert"), ServerName: c.String("server-name"),
-			}, r.Target)
-			if err != nil {
-				return nil, fmt.Errorf("--client-cert, --client-key, --ca-cert: %w", err)
-			}
-		}
-		relays = append(relays, r)
 	}
-	return relays, nil
+	relays, err := chassisrelay.NodeRelays(rundir, node, c.Int("ovsdb-port"), c.Int("openflow-port"), tlsCfg, c.Duration("dial-timeout"))
+	if err != nil && tlsCfg != nil {
+		return nil, fmt.Errorf("--client-cert, --client-key, --ca-cert: %w", err)
+	}
+	return relays, err
 }

@@ -53,3 +53,22 @@ func TestRelayFlags(t *testing.T) {
 		}
 	}
 }
+
+// remote-controllers refuses unusable flags, and a missing kubeconfig, before it watches
+// anything.
+func TestRemoteControllersFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--cert-dir", ""}, "--cert-dir is empty"},
+		{[]string{"--ovsdb-port", "0"}, "--ovsdb-port 0: not a port"},
+		{[]string{"--openflow-port", "70000"}, "--openflow-port 70000: not a port"},
+		{[]string{"--kubeconfig", "/none/kubeconfig"}, "kubeconfig"},
+	} {
+		err := newApp().Run(append([]string{"ovnt-node", "remote-controllers", "--rundir", t.TempDir()}, tc.args...))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want an error about %q", tc.args, err, tc.want)
+		}
+	}
+}

@@ -54,6 +54,11 @@ type Options struct {
 	// node's namespace; it runs on a controller host of its own and reaches the node's
 	// database and br-int over TLS on the underlay (harness.RemoteController).
 	RemoteNodes map[string]bool
+	// RemoteManager runs the remote nodes' controllers through `ovnt-node remote-controllers`
+	// on their controller hosts (the manager of 60-remote-controllers.yaml, as the
+	// ovnt-remote-controllers ServiceAccount), the nodes labelled
+	// ovn-transparent.io/remote-chassis=true.
+	RemoteManager bool
 }
 
 // DefaultAllowedExternalIPs are the ranges a test cluster's Services may claim as external
@@ -264,7 +269,11 @@ func (c *Cluster) addNode(ctx context.Context, name string) (n *Node, err error)
 		if err != nil {
 			return nil, err
 		}
-		n.Remote, err = c.Run.StartRemoteController(ctx, hn, harness.RemoteControllerOptions{Relay: filepath.Join(c.BinDir, "ovnt-node"), Cert: cert})
+		ropts := harness.RemoteControllerOptions{Relay: filepath.Join(c.BinDir, "ovnt-node"), Cert: cert}
+		if c.opts.RemoteManager {
+			ropts.Kube, ropts.Kubeconfig = c.Kube, c.remoteManagerKubeconfig
+		}
+		n.Remote, err = c.Run.StartRemoteController(ctx, hn, ropts)
 		if err != nil {
 			return nil, err
 		}

@@ -99,6 +99,22 @@ func (n *Node) agentKubeconfig(ctx context.Context) (string, error) {
 	return dst, withToken(n.Kubeconfig, dst, tr.Status.Token)
 }
 
+// remoteManagerKubeconfig returns a kubeconfig for `ovnt-node remote-controllers` in netns:
+// the admin one that reaches the API server from there, with a token of the manifests'
+// ovnt-remote-controllers ServiceAccount instead.
+func (c *Cluster) remoteManagerKubeconfig(ctx context.Context, netns string) (string, error) {
+	src, err := c.Kube.ExposeInNetns(netns)
+	if err != nil {
+		return "", err
+	}
+	token, err := ServiceAccountToken(ctx, c.Kube.RESTConfig(), images.RemoteControllersServiceAccount)
+	if err != nil {
+		return "", err
+	}
+	dst := c.Run.Path("kube", "kubeconfig-"+images.RemoteControllersServiceAccount+"-"+netns)
+	return dst, withToken(src, dst, token)
+}
+
 // withToken writes to dst the kubeconfig src with every user's credentials replaced by token.
 func withToken(src, dst, token string) error {
 	cfg, err := clientcmd.LoadFromFile(src)

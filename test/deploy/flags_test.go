@@ -46,7 +46,8 @@ func TestManifestsFlags(t *testing.T) {
 			if bin != "ovnt-master" && bin != "ovnt-node" {
 				continue
 			}
-			args := []string{}
+			// A subcommand (ovnt-node remote-controllers) comes before its flags.
+			args := subcommand(cm)
 			health := ""
 			envs, _ := cm["env"].([]any)
 			for _, e := range envs {
@@ -94,8 +95,8 @@ func TestManifestsFlags(t *testing.T) {
 			checked++
 		}
 	}
-	if checked != 3 {
-		t.Errorf("checked %d containers running ovnt-master or ovnt-node, want 3 (master, Linux node, Windows node)", checked)
+	if checked != 4 {
+		t.Errorf("checked %d containers running ovnt-master or ovnt-node, want 4 (master, Linux node, Windows node, remote controllers)", checked)
 	}
 }
 
@@ -111,6 +112,24 @@ func binaryOf(c map[string]any) string {
 		}
 	}
 	return ""
+}
+
+// subcommand is what a container's command gives after the binary ([remote-controllers] for
+// ovnt-node remote-controllers); nil for a command that is the binary alone.
+func subcommand(c map[string]any) []string {
+	cmd, _ := c["command"].([]any)
+	for i, a := range cmd {
+		if binaryOf(map[string]any{"command": []any{a}}) == "" {
+			continue
+		}
+		var args []string
+		for _, rest := range cmd[i+1:] {
+			s, _ := rest.(string)
+			args = append(args, s)
+		}
+		return args
+	}
+	return nil
 }
 
 func firstLine(b []byte) string {

@@ -42,8 +42,8 @@ func TestManifestsDryRun(t *testing.T) {
 		}
 		kinds[o.GetKind()]++
 	}
-	for kind, n := range map[string]int{"Namespace": 1, "ServiceAccount": 2, "ClusterRole": 2, "Role": 1,
-		"ConfigMap": 1, "Deployment": 1, "DaemonSet": 2} {
+	for kind, n := range map[string]int{"Namespace": 1, "ServiceAccount": 3, "ClusterRole": 3, "Role": 1,
+		"ConfigMap": 1, "Deployment": 2, "DaemonSet": 2} {
 		if kinds[kind] != n {
 			t.Errorf("%d %s objects in the manifests, want %d", kinds[kind], kind, n)
 		}
@@ -72,6 +72,7 @@ func TestManifestsWorkloads(t *testing.T) {
 		{"Deployment", "ovnt-master", images.MasterServiceAccount, "linux"},
 		{"DaemonSet", "ovnt-node-linux", images.NodeServiceAccount, "linux"},
 		{"DaemonSet", "ovnt-node-windows", images.NodeServiceAccount, "windows"},
+		{"Deployment", "ovnt-remote-controllers", images.RemoteControllersServiceAccount, "linux"},
 	} {
 		o := findObject(t, all, c.kind, c.name)
 		if o.GetNamespace() != images.Namespace {

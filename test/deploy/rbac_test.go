@@ -47,6 +47,11 @@ var expectedGrants = map[string]string{
 	"Role/ovn-transparent/ovnt-master-leader-election coordination.k8s.io/leases create":             "first master creates the Lease (cannot be limited by name)",
 	"Role/ovn-transparent/ovnt-master-leader-election coordination.k8s.io/leases get ovnt-master":    "candidates read the Lease",
 	"Role/ovn-transparent/ovnt-master-leader-election coordination.k8s.io/leases update ovnt-master": "the leader renews, a candidate takes over",
+	// ovnt-node remote-controllers (node/remotectl).
+	"ClusterRole/ovnt-remote-controllers /nodes list":    "node informer (which nodes are remote, their addresses)",
+	"ClusterRole/ovnt-remote-controllers /nodes watch":   "node informer",
+	"ClusterRole/ovnt-remote-controllers /events create": "Warning Event on a remote Node without a controller",
+	"ClusterRole/ovnt-remote-controllers /events patch":  "the event recorder counts repeats with a patch",
 	// ovnt-node, Linux and Windows (node/internal/agent, node/internal/pods).
 	"ClusterRole/ovnt-node /nodes list":                           "informer on its own Node",
 	"ClusterRole/ovnt-node /nodes watch":                          "informer on its own Node",
@@ -64,6 +69,7 @@ var expectedGrants = map[string]string{
 var expectedBindings = []string{
 	"ClusterRoleBinding/ovnt-master -> ClusterRole/ovnt-master: ServiceAccount ovn-transparent/ovnt-master",
 	"ClusterRoleBinding/ovnt-node -> ClusterRole/ovnt-node: ServiceAccount ovn-transparent/ovnt-node",
+	"ClusterRoleBinding/ovnt-remote-controllers -> ClusterRole/ovnt-remote-controllers: ServiceAccount ovn-transparent/ovnt-remote-controllers",
 	"RoleBinding/ovn-transparent/ovnt-master-leader-election -> Role/ovnt-master-leader-election: ServiceAccount ovn-transparent/ovnt-master",
 }
 
@@ -166,7 +172,8 @@ func TestRBACAuthorized(t *testing.T) {
 		{"rbac.authorization.k8s.io", "clusterroles"},
 	}
 	verbs := []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
-	accounts := map[string]string{"ovnt-master": images.MasterServiceAccount, "ovnt-node": images.NodeServiceAccount}
+	accounts := map[string]string{"ovnt-master": images.MasterServiceAccount, "ovnt-node": images.NodeServiceAccount,
+		"ovnt-remote-controllers": images.RemoteControllersServiceAccount}
 	for role, sa := range accounts {
 		user := "system:serviceaccount:" + images.Namespace + ":" + sa
 		groups := []string{"system:serviceaccounts", "system:serviceaccounts:" + images.Namespace, "system:authenticated"}

@@ -26,9 +26,10 @@ func TestMain(m *testing.M) {
 	os.Exit(cluster.RunTests(m, cluster.MainOptions{
 		Name: "e2e",
 		// node3 is only for TestNodeDeleted, which takes it out of the cluster. node4 is a
-		// remote chassis (remote_test.go): its ovn-controller runs on a host of its own.
+		// remote chassis (remote_test.go): its ovn-controller runs on a host of its own, under
+		// `ovnt-node remote-controllers`.
 		Cluster: cluster.Options{Nodes: []string{"node1", "node2", "node3", remoteNode}, RealNodes: true,
-			RemoteNodes: map[string]bool{remoteNode: true},
+			RemoteNodes: map[string]bool{remoteNode: true}, RemoteManager: true,
 			// The harness's OVN central host (TestOVNCentralTLS), and the external host standing
 			// in for another central member whose ports have listeners the test controls
 			// (TestControlPlaneFromPods).

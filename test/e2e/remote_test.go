@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,8 +23,10 @@ import (
 
 // remoteNode is the cluster's remote chassis (docs/remote-chassis.md): ovs-vswitchd and
 // ovsdb-server in its namespace, no ovn-controller there; its ovn-controller runs on a
-// controller host of its own and reaches the node only over TLS on the underlay, its
-// database and OpenFlow connections through `ovnt-node chassis-relay`.
+// controller host of its own and reaches the node only over TLS on the underlay: there
+// `ovnt-node remote-controllers` (the manager of 60-remote-controllers.yaml) finds node4
+// labelled ovn-transparent.io/remote-chassis=true and runs its ovn-controller, the database
+// and OpenFlow connections through the manager's chassis relays.
 const remoteNode = "node4"
 
 // TestRemoteChassis: the remote node registers with its own encap IP and nothing of OVN
@@ -32,14 +36,19 @@ const remoteNode = "node4"
 // reaches its own backend; a NetworkPolicy holds on it;
 // a 30 s cut of the controller host's link leaves the installed flows forwarding and the
 // same controller catches up when it heals;
-// and a crash of the controller host leaves the installed flows forwarding for as long as
-// it is away, and its return brings the changes made meanwhile and programs new pods.
+// a crash of the controller host leaves the installed flows forwarding for as long as
+// it is away, and its return brings the changes made meanwhile and programs new pods;
+// and taking the label off stops the node's controller, putting it back starts one that
+// brings the node up to date.
 func TestRemoteChassis(t *testing.T) {
 	rn := cl.Node(remoteNode)
 	if rn == nil || rn.Remote == nil {
 		t.Fatalf("%s is not a remote chassis in this cluster", remoteNode)
 	}
 	ctx := t.Context()
+	if _, err := rn.Remote.WaitController(ctx, 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
 
 	t.Run("chassis", func(t *testing.T) {
 		show, err := cl.Central.SBCtl(ctx, "show")
@@ -150,7 +159,7 @@ func TestRemoteChassis(t *testing.T) {
 	})
 
 	t.Run("connection cut", func(t *testing.T) {
-		before := rn.Remote.OVNController().Pid()
+		before := rn.Remote.ControllerPID()
 		if err := rn.Remote.Cut(ctx, true); err != nil {
 			t.Fatal(err)
 		}
@@ -185,7 +194,7 @@ func TestRemoteChassis(t *testing.T) {
 		if st, err := rn.Remote.AppCtl(ctx, "connection-status"); err != nil || strings.TrimSpace(st) != "connected" {
 			t.Errorf("remote ovn-controller connection-status after the cut %q %v", st, err)
 		}
-		if after := rn.Remote.OVNController().Pid(); after != before {
+		if after := rn.Remote.ControllerPID(); after != before {
 			t.Errorf("ovn-controller restarted during the cut (pid %d, then %d): the test should see it reconnect", before, after)
 		}
 		expectAnswer(t, podNetns(t, a), c.Status.PodIP, ns+"/c", aIP)
@@ -208,11 +217,55 @@ func TestRemoteChassis(t *testing.T) {
 		if err := rn.Remote.Start(ctx); err != nil {
 			t.Fatal(err)
 		}
+		if _, err := rn.Remote.WaitController(ctx, 2*time.Minute); err != nil {
+			t.Fatal(err)
+		}
 		waitAnswer(t, podNetns(t, a), tcp, addrPort(late.Spec.ClusterIP, 80), ns+"/late")
 		// A pod created after the return is programmed by the new controller.
 		d := startPod(t, podSpec(ns, "d", remoteNode))
 		expectAnswer(t, podNetns(t, d), c.Status.PodIP, ns+"/c", netip.MustParseAddr(d.Status.PodIP))
 		expectAnswer(t, podNetns(t, c), d.Status.PodIP, ns+"/d", cIP)
 		expectAnswer(t, podNetns(t, a), c.Status.PodIP, ns+"/c", aIP)
+	})
+
+	t.Run("label removed and put back", func(t *testing.T) {
+		pid := rn.Remote.ControllerPID()
+		if pid == 0 {
+			t.Fatal("no remote ovn-controller running")
+		}
+		if err := rn.Remote.Label(ctx, ""); err != nil {
+			t.Fatal(err)
+		}
+		relabel := sync.OnceValue(func() error { return rn.Remote.Label(ctx, "true") })
+		defer relabel()
+		// No longer remote (node4 is not a Windows node): the manager stops its controller.
+		deadline := time.Now().Add(time.Minute)
+		for syscall.Kill(pid, 0) == nil || rn.Remote.ControllerPID() != 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("ovn-controller (pid %d) still running a minute after the label was removed", pid)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		// So a Service made now does not reach node4's flows, while the installed ones
+		// keep forwarding.
+		ports := []corev1.ContainerPort{{Name: "tcp", ContainerPort: tcpPort, Protocol: corev1.ProtocolTCP}}
+		startPod(t, workloadPod(ns, "unlabelled", "node1", "unlabelled", ports...))
+		svc := createService(t, newService(ns, "unlabelled", "unlabelled", svcPort("http", corev1.ProtocolTCP, 80, tcpPort)))
+		waitAnswer(t, podNetns(t, c), tcp, addrPort(svc.Spec.ClusterIP, 80), ns+"/unlabelled")
+		time.Sleep(5 * time.Second)
+		expectNoAnswer(t, podNetns(t, a), tcp, addrPort(svc.Spec.ClusterIP, 80))
+		expectAnswer(t, podNetns(t, a), c.Status.PodIP, ns+"/c", aIP)
+		// The label back: a new controller, and the Service reaches node4.
+		if err := relabel(); err != nil {
+			t.Fatal(err)
+		}
+		after, err := rn.Remote.WaitController(ctx, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after == pid {
+			t.Errorf("the same ovn-controller (pid %d) after the label came back", pid)
+		}
+		waitAnswer(t, podNetns(t, a), tcp, addrPort(svc.Spec.ClusterIP, 80), ns+"/unlabelled")
 	})
 }

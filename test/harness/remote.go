@@ -9,8 +9,15 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // The ports a remote chassis' node listens on for its ovn-controller (docs/remote-chassis.md):
@@ -30,6 +37,15 @@ type RemoteControllerOptions struct {
 	// listeners; CAFile checks both servers. Default: the node's chassis certificate
 	// (Node.SBCert).
 	Cert Cert
+	// Kube, when set, makes the controller host run `ovnt-node remote-controllers` (the
+	// manager, node/remotectl) instead of the relay and ovn-controller: the manager finds the
+	// node remote by its label ovn-transparent.io/remote-chassis=true, which the harness
+	// sets with Kube's client, and its certificate in a directory of <node>.crt, <node>.key
+	// and ca.crt made from Cert.
+	Kube *Kube
+	// Kubeconfig returns the kubeconfig the manager uses from the controller host's network
+	// namespace; nil: Kube's admin one (Kube.ExposeInNetns).
+	Kubeconfig func(ctx context.Context, netns string) (string, error)
 }
 
 // RemoteController is the ovn-controller of a remote-chassis node, on a "controller host" of
@@ -50,8 +66,11 @@ type RemoteController struct {
 	ulNetns string
 	ulPort  string
 
-	mu                sync.Mutex
-	relay, controller *Proc
+	// With RemoteControllerOptions.Kube: the manager's kubeconfig and certificate directory.
+	kubeconfig, certDir string
+
+	mu                         sync.Mutex
+	relay, controller, manager *Proc
 }
 
 // StartRemoteController puts a controller host for node n on the underlay and starts the
@@ -75,7 +94,11 @@ func (r *Run) StartRemoteController(ctx context.Context, n *Node, opts RemoteCon
 		return nil, err
 	}
 	rc := &RemoteController{Node: n, Netns: r.Name(short), IP: nodeIP(host), Dir: r.Path(short), Cert: opts.Cert, opts: opts, run: r}
-	if err := os.Mkdir(rc.Dir, 0o755); err != nil {
+	if opts.Kube != nil {
+		// The manager's --rundir is <run>/rcm; it makes (and removes) the node's directory.
+		rc.Dir = r.Path("rcm", n.Name)
+	}
+	if err := os.MkdirAll(rc.Dir, 0o755); err != nil {
 		return nil, err
 	}
 	success := false
@@ -93,6 +116,11 @@ func (r *Run) StartRemoteController(ctx context.Context, n *Node, opts RemoteCon
 		return nil, fmt.Errorf("harness: controller host of %s: %w", n.Name, err)
 	}
 	rc.ulNetns, rc.ulPort = u.netns, port
+	if opts.Kube != nil {
+		if err := rc.setUpManager(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if err := rc.Start(ctx); err != nil {
 		return nil, err
 	}
@@ -100,9 +128,60 @@ func (r *Run) StartRemoteController(ctx context.Context, n *Node, opts RemoteCon
 	return rc, nil
 }
 
-// Start starts the relay and ovn-controller (again, after Kill). The relay first: with no
-// socket at br-int.mgmt ovn-controller would back off before it retried.
+// setUpManager writes the manager's kubeconfig and certificate directory.
+func (rc *RemoteController) setUpManager(ctx context.Context) error {
+	var err error
+	if rc.opts.Kubeconfig != nil {
+		rc.kubeconfig, err = rc.opts.Kubeconfig(ctx, rc.Netns)
+	} else {
+		rc.kubeconfig, err = rc.opts.Kube.ExposeInNetns(rc.Netns)
+	}
+	if err != nil {
+		return fmt.Errorf("harness: kubeconfig of the remote-controller manager: %w", err)
+	}
+	rc.certDir = rc.run.Path("rc-" + rc.Node.Name + "-pki")
+	if err := os.MkdirAll(rc.certDir, 0o755); err != nil {
+		return err
+	}
+	for name, target := range map[string]string{rc.Node.Name + ".crt": rc.Cert.CertFile,
+		rc.Node.Name + ".key": rc.Cert.KeyFile, "ca.crt": rc.Cert.CAFile} {
+		if err := os.Symlink(target, filepath.Join(rc.certDir, name)); err != nil && !errors.Is(err, os.ErrExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// Label sets the node's label ovn-transparent.io/remote-chassis to value ("" removes it): the
+// manager runs a controller for the node while it is "true" (the node is not Windows).
+func (rc *RemoteController) Label(ctx context.Context, value string) error {
+	if rc.opts.Kube == nil {
+		return fmt.Errorf("harness: the controller host of %s runs no manager", rc.Node.Name)
+	}
+	v := "null"
+	if value != "" {
+		v = strconv.Quote(value)
+	}
+	patch := `{"metadata":{"labels":{"ovn-transparent.io/remote-chassis":` + v + `}}}`
+	_, err := rc.opts.Kube.Client().CoreV1().Nodes().Patch(ctx, rc.Node.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) && value != "" {
+		// Not registered yet: made as the agent's start-up does (the kubelet adopts it).
+		_, err = rc.opts.Kube.Client().CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+			Name: rc.Node.Name, Labels: map[string]string{"ovn-transparent.io/remote-chassis": value}}}, metav1.CreateOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("harness: label node %s: %w", rc.Node.Name, err)
+	}
+	return nil
+}
+
+// Start starts the relay and ovn-controller (again, after Kill), or the manager with
+// RemoteControllerOptions.Kube, after labelling the node remote: the manager then starts
+// ovn-controller once the Node has its InternalIP (WaitController waits for it).
 func (rc *RemoteController) Start(ctx context.Context) error {
+	if rc.opts.Kube != nil {
+		return rc.startManager(ctx)
+	}
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	if rc.controller != nil && !rc.controller.isDone() {
@@ -169,11 +248,81 @@ func (rc *RemoteController) supervise(p *Proc) {
 	}
 }
 
-// Kill SIGKILLs ovn-controller and the relay, as a crash of the controller host would; the
-// node's flows stay (br-int is fail_mode=secure) until Start brings them back.
-func (rc *RemoteController) Kill() {
+func (rc *RemoteController) startManager(ctx context.Context) error {
+	if err := rc.Label(ctx, "true"); err != nil {
+		return err
+	}
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
+	if rc.manager != nil && !rc.manager.isDone() {
+		return fmt.Errorf("harness: the remote-controller manager of %s is running", rc.Node.Name)
+	}
+	p, err := rc.run.Start(ProcSpec{
+		Name: "rc-" + rc.Node.Name + "-remote-controllers", Netns: rc.Netns, Path: rc.opts.Relay,
+		Args: []string{"remote-controllers", "--kubeconfig", rc.kubeconfig, "--rundir", filepath.Dir(rc.Dir),
+			"--cert-dir", rc.certDir, "--ovsdb-port", strconv.Itoa(RemoteOVSDBPort),
+			"--openflow-port", strconv.Itoa(RemoteOpenFlowPort), "--max-backoff", "2s",
+			"--health-address", "127.0.0.1:9479", "--log-level", "2"},
+		StopTimeout: 15 * time.Second,
+	})
+	if err != nil {
+		return err
+	}
+	rc.manager = p
+	return nil
+}
+
+// ControllerPID is the pid of the running ovn-controller, from its pid file; 0 when there is
+// none.
+func (rc *RemoteController) ControllerPID() int {
+	data, err := os.ReadFile(filepath.Join(rc.Dir, "ovn-controller.pid"))
+	if err != nil {
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || syscall.Kill(pid, 0) != nil {
+		return 0
+	}
+	return pid
+}
+
+// WaitController waits until an ovn-controller runs for the node and answers on its control
+// socket, and returns its pid.
+func (rc *RemoteController) WaitController(ctx context.Context, timeout time.Duration) (int, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		pid := rc.ControllerPID()
+		if pid != 0 {
+			if _, err := rc.AppCtl(ctx, "version"); err == nil {
+				return pid, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("harness: no ovn-controller answering for %s after %s", rc.Node.Name, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// Kill SIGKILLs ovn-controller and the relay (or the manager and, with it, its
+// ovn-controller), as a crash of the controller host would; the node's flows stay (br-int is
+// fail_mode=secure) until Start brings them back.
+func (rc *RemoteController) Kill() {
+	pid := rc.ControllerPID()
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.manager != nil {
+		rc.manager.Kill()
+		// Its process group is gone with it; the kernel's parent-death signal covers a
+		// controller that left it.
+		if pid != 0 {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
 	for _, p := range []*Proc{rc.controller, rc.relay} {
 		if p != nil {
 			p.Kill()
@@ -193,27 +342,20 @@ func (rc *RemoteController) Cut(ctx context.Context, cut bool) error {
 	return err
 }
 
-// OVNController is the running (or last) ovn-controller.
-func (rc *RemoteController) OVNController() *Proc {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	return rc.controller
-}
-
 // AppCtl runs ovs-appctl against the remote ovn-controller.
 func (rc *RemoteController) AppCtl(ctx context.Context, args ...string) (string, error) {
-	p := rc.OVNController()
-	if p == nil {
+	pid := rc.ControllerPID()
+	if pid == 0 {
 		return "", fmt.Errorf("harness: no remote ovn-controller for %s", rc.Node.Name)
 	}
-	sock := filepath.Join(rc.Dir, fmt.Sprintf("ovn-controller.%d.ctl", p.Pid()))
+	sock := filepath.Join(rc.Dir, fmt.Sprintf("ovn-controller.%d.ctl", pid))
 	return ovsCtl(ctx, nil, "ovs-appctl", append([]string{"--timeout=30", "-t", sock}, args...)...)
 }
 
-// Stop stops both daemons and removes the controller host. Idempotent.
+// Stop stops the daemons and removes the controller host. Idempotent.
 func (rc *RemoteController) Stop() error {
 	rc.mu.Lock()
-	procs := []*Proc{rc.controller, rc.relay}
+	procs := []*Proc{rc.controller, rc.relay, rc.manager}
 	rc.mu.Unlock()
 	for _, p := range procs {
 		if p != nil {
@@ -229,6 +371,9 @@ func (rc *RemoteController) Stop() error {
 	}
 	if _, err := os.Stat("/run/netns/" + rc.Netns); err == nil {
 		errs = append(errs, deleteNetns(rc.Netns))
+	}
+	if rc.certDir != "" {
+		errs = append(errs, os.RemoveAll(rc.certDir))
 	}
 	return errors.Join(append(errs, os.RemoveAll(rc.Dir))...)
 }
