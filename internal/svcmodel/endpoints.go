@@ -108,13 +108,36 @@ func Usable(eps []Endpoint, svc *corev1.Service) []Endpoint {
 // Usable rules applied to node's endpoints alone, so a node without a ready endpoint falls
 // back to its own serving and terminating ones even while other nodes have ready ones (as
 // kube-proxy's CategorizeEndpoints does for local endpoints). These are the backends of the
-// node's per-node load balancers, and what its healthCheckNodePort reports.
+// node's per-node load balancers; its healthCheckNodePort counts LocalReady.
 func LocalUsable(eps []Endpoint, svc *corev1.Service, node string) []Endpoint {
+	return Usable(onNode(eps, node), svc)
+}
+
+// LocalReady are the endpoints of eps on node that its healthCheckNodePort counts: every one
+// with publishNotReadyAddresses, else the ready ones that are not terminating. A node whose
+// load balancer has fallen back to its terminating endpoints (LocalUsable) still takes their
+// traffic, but reports none, so that an external load balancer drains it (as kube-proxy's
+// health check does).
+func LocalReady(eps []Endpoint, svc *corev1.Service, node string) []Endpoint {
+	local := onNode(eps, node)
+	if svc.Spec.PublishNotReadyAddresses {
+		return local
+	}
+	var ready []Endpoint
+	for _, e := range local {
+		if e.Ready && !e.Terminating {
+			ready = append(ready, e)
+		}
+	}
+	return ready
+}
+
+func onNode(eps []Endpoint, node string) []Endpoint {
 	var local []Endpoint
 	for _, e := range eps {
 		if e.Node == node {
 			local = append(local, e)
 		}
 	}
-	return Usable(local, svc)
+	return local
 }

@@ -117,19 +117,21 @@ func TestUsable(t *testing.T) {
 		eps     []Endpoint
 		usable  []Endpoint
 		node1   []Endpoint // LocalUsable on node1
+		ready1  []Endpoint // LocalReady on node1: what its health check counts
 	}{
-		{"none", false, nil, nil, nil},
-		{"ready ones only", false, []Endpoint{ready1, notReady1, draining1, ready2}, []Endpoint{ready1, ready2}, []Endpoint{ready1}},
+		{"none", false, nil, nil, nil, nil},
+		{"ready ones only", false, []Endpoint{ready1, notReady1, draining1, ready2}, []Endpoint{ready1, ready2}, []Endpoint{ready1}, []Endpoint{ready1}},
+		// node1 falls back to its serving and terminating one, and reports none.
 		{"ready and terminating is not ready", false, []Endpoint{readyTerminating1, ready2}, []Endpoint{ready2},
-			[]Endpoint{readyTerminating1}}, // node1 falls back: serving and terminating
+			[]Endpoint{readyTerminating1}, nil},
 		{"none ready: serving and terminating", false, []Endpoint{notReady1, draining1, dying1, draining2},
-			[]Endpoint{draining1, draining2}, []Endpoint{draining1}},
+			[]Endpoint{draining1, draining2}, []Endpoint{draining1}, nil},
 		// The fallback is the node's own: ready endpoints elsewhere do not take node1's
 		// draining one away (kube-proxy's CategorizeEndpoints).
-		{"node1 drains while node2 is ready", false, []Endpoint{draining1, ready2}, []Endpoint{ready2}, []Endpoint{draining1}},
-		{"node1 has nothing", false, []Endpoint{notReady1, dying1, ready2}, []Endpoint{ready2}, nil},
+		{"node1 drains while node2 is ready", false, []Endpoint{draining1, ready2}, []Endpoint{ready2}, []Endpoint{draining1}, nil},
+		{"node1 has nothing", false, []Endpoint{notReady1, dying1, ready2}, []Endpoint{ready2}, nil, nil},
 		{"publishNotReadyAddresses: all", true, []Endpoint{notReady1, dying1, ready2}, []Endpoint{notReady1, dying1, ready2},
-			[]Endpoint{notReady1, dying1}},
+			[]Endpoint{notReady1, dying1}, []Endpoint{notReady1, dying1}},
 	} {
 		s := service(func(s *corev1.Service) { s.Spec.PublishNotReadyAddresses = tc.publish })
 		if got := Usable(tc.eps, s); !reflect.DeepEqual(got, tc.usable) {
@@ -137,6 +139,9 @@ func TestUsable(t *testing.T) {
 		}
 		if got := LocalUsable(tc.eps, s, "node1"); !reflect.DeepEqual(got, tc.node1) {
 			t.Errorf("%s: LocalUsable node1\n got %v\nwant %v", tc.name, got, tc.node1)
+		}
+		if got := LocalReady(tc.eps, s, "node1"); !reflect.DeepEqual(got, tc.ready1) {
+			t.Errorf("%s: LocalReady node1\n got %v\nwant %v", tc.name, got, tc.ready1)
 		}
 	}
 }

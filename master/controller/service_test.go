@@ -222,7 +222,8 @@ func TestServices(t *testing.T) {
 			return strings.Contains(out, fmt.Sprintf("172.18.0.2:%d", np)) && strings.Contains(out, ipB.String()+":8081"), out
 		})
 		e.wantLBs("Service_default/empty_TCP_cluster", "Service_default/kubernetes_TCP_cluster", "Service_default/web_TCP_cluster",
-			"Service_default/web_TCP_node_router_node1", "Service_default/web_TCP_node_router_node2")
+			"Service_default/web_TCP_node_router_node1", "Service_default/web_TCP_node_router_node2",
+			"Service_default/web_TCP_node_switch_node1", "Service_default/web_TCP_node_switch_node2")
 		if out := e.lbGet("Service_default/web_TCP_node_router_node1"); !strings.Contains(out, fmt.Sprintf(`"172.18.0.1:%d"="%s:8080"`, np, ipA)) ||
 			!strings.Contains(out, `skip_snat="true"`) {
 			t.Errorf("node1 LB:\n%s", out)
@@ -239,6 +240,13 @@ func TestServices(t *testing.T) {
 		if err != nil || !strings.Contains(string(full), fmt.Sprintf("ct_lb_mark(backends=%s:8081; skip_snat)", ipB)) ||
 			strings.Contains(e.traceLB("GR_node2", grFlow, ""), "ip4.src =") || !strings.Contains(string(full), `outport = "rtoj-GR_node2"`) {
 			t.Errorf("external -> node2 NodePort (ETP Local) must go to pod b with the client address: %v\n%s", err, full)
+		}
+		// A pod reaching its own node's NodePort is load-balanced on its node switch to that
+		// node's endpoints: routed on, the cluster router's policy for the node IP would
+		// take it to the management port, where the host has no NodePort (the upstream
+		// "fallback to local terminating endpoints ... externalTrafficPolicy=Local" test).
+		if out := e.traceLB("node1", flow("172.18.0.1", fmt.Sprintf("tcp && tcp.src == 33333 && tcp.dst == %d", np)), ""); !strings.Contains(out, `output("default_a")`) {
+			t.Errorf("pod a -> its own node's NodePort (ETP Local) must reach node1's endpoint, pod a:\n%s", out)
 		}
 	})
 

@@ -190,8 +190,12 @@ func TestExternalTrafficPolicyLocal(t *testing.T) {
 	rows, _ := Rows(s, []*discoveryv1.EndpointSlice{slice("http", corev1.ProtocolTCP, 8080,
 		ep{ip: "10.244.1.10", node: "node1"}, ep{ip: "10.244.2.10", node: "node2"}, ep{ip: "10.244.2.11", node: "node2"})}, noIP, allowAll)
 	got := lbs(t, rows)
-	if keys(got) != "[lb-cluster tcp lb-node-router tcp/node1 lb-node-router tcp/node2]" {
+	// node3 has a switch but no IP yet: no NodePort VIP on it.
+	if keys(got) != "[lb-cluster tcp lb-node-router tcp/node1 lb-node-router tcp/node2 lb-node-switch tcp/node1 lb-node-switch tcp/node2]" {
 		t.Fatalf("rows %s", keys(got))
+	}
+	if v := got["lb-node-switch tcp/node2"].Vips; !maps.Equal(v, map[string]string{"172.18.0.2:30080": "10.244.2.10:8080,10.244.2.11:8080"}) {
+		t.Errorf("node2's switch: its own pods reaching its NodePort: %v", v)
 	}
 	if v := got["lb-cluster tcp"].Vips; len(v) != 1 || v["10.96.0.10:80"] != "10.244.1.10:8080,10.244.2.10:8080,10.244.2.11:8080" {
 		t.Errorf("cluster LB keeps only the ClusterIP: %v", v)
@@ -203,7 +207,7 @@ func TestExternalTrafficPolicyLocal(t *testing.T) {
 		t.Errorf("node2 LB %+v", n2)
 	}
 	for _, r := range rows {
-		if r.ID.Scope == "tcp/node1" && (len(r.ReferencedBy) != 1 || r.ReferencedBy[0] != nb.NewID(nb.Node, "node1", nb.GatewayRouter)) {
+		if r.ID.Role == nb.ServiceNodeRouterLB && r.ID.Scope == "tcp/node1" && (len(r.ReferencedBy) != 1 || r.ReferencedBy[0] != nb.NewID(nb.Node, "node1", nb.GatewayRouter)) {
 			t.Errorf("node1 LB referenced by %v", r.ReferencedBy)
 		}
 	}

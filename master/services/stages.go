@@ -119,11 +119,16 @@ func nodeRouterLBs(c config, nodes []Node) lbSet {
 	return lbs
 }
 
-// nodeSwitchLBs are, for internalTrafficPolicy Local, one load balancer per protocol on each
-// node switch with the ClusterIP VIPs and only that node's usable endpoints.
+// nodeSwitchLBs are one load balancer per protocol on each node switch with only that node's
+// usable endpoints: for internalTrafficPolicy Local, the ClusterIP VIPs; for
+// externalTrafficPolicy Local, the NodePort VIP of the node's own IP (nodes without an IP
+// have none yet). A pod reaching its own node's IP is rerouted by the cluster router to the
+// management port (topology's NodeHostReroute), so it never reaches the gateway router's
+// VIP; the switch balances it before routing, to the same endpoints the gateway router
+// would use.
 func nodeSwitchLBs(c config, nodes []Node) lbSet {
 	lbs := lbSet{}
-	if !c.itpLocal {
+	if !c.itpLocal && !c.etpLocal {
 		return lbs
 	}
 	for _, n := range nodes {
@@ -131,12 +136,21 @@ func nodeSwitchLBs(c config, nodes []Node) lbSet {
 			continue
 		}
 		for _, p := range c.ports {
+			nodePort := c.etpLocal && p.port.NodePort != 0 && n.IP.IsValid()
+			if !c.itpLocal && !nodePort {
+				continue
+			}
 			id := nb.NewID(nb.Service, c.key, nb.ServiceNodeSwitchLB).WithScope(p.port.Proto.NB() + "/" + n.Name)
 			l := lbs.get(id, fmt.Sprintf("Service_%s_%s_node_switch_%s", c.key, p.port.Proto, n.Name), p.port.Proto, maps.Clone(c.options),
 				nb.NewID(nb.Node, n.Name, nb.NodeSwitch))
 			local := localBackends(c, p, n)
-			for _, ip := range c.clusterIPs {
-				l.vips[vip(ip, p.port.Port)] = local
+			if c.itpLocal {
+				for _, ip := range c.clusterIPs {
+					l.vips[vip(ip, p.port.Port)] = local
+				}
+			}
+			if nodePort {
+				l.vips[vip(n.IP, p.port.NodePort)] = local
 			}
 		}
 	}

@@ -216,7 +216,8 @@ func TestNodeRouterLBs(t *testing.T) {
 
 func TestNodeSwitchLBs(t *testing.T) {
 	ls := func(n string) []nb.ID { return []nb.ID{nb.NewID(nb.Node, n, nb.NodeSwitch)} }
-	withNodes := []Node{nodes[0], nodes[1], {Name: "node3", IP: netip.MustParseAddr("172.18.0.3")}} // node3: no switch
+	// node3: no switch; node4: a switch, no IP yet.
+	withNodes := []Node{nodes[0], nodes[1], {Name: "node3", IP: netip.MustParseAddr("172.18.0.3")}, {Name: "node4", HasSwitch: true}}
 	for _, tc := range []struct {
 		name string
 		mod  func(*config)
@@ -231,6 +232,31 @@ func TestNodeSwitchLBs(t *testing.T) {
 				refs: ls("node1"), vips: map[string]string{"10.96.0.10:80": "10.244.1.11:8080"}},
 			"lb-node-switch tcp/node2": {name: "Service_ns/web_TCP_node_switch_node2", proto: svcmodel.TCP, opts: map[string]string{},
 				refs: ls("node2"), vips: map[string]string{"10.96.0.10:80": "10.244.2.10:8080"}},
+			"lb-node-switch tcp/node4": {name: "Service_ns/web_TCP_node_switch_node4", proto: svcmodel.TCP, opts: map[string]string{},
+				refs: ls("node4"), vips: map[string]string{"10.96.0.10:80": ""}},
+		}},
+		// A pod reaching its own node's IP is rerouted to the management port by the
+		// cluster router, past the gateway router's VIP: the switch balances it first.
+		{"ETP Local: the node's own NodePort, to its own endpoints", func(c *config) {
+			c.etpLocal, c.external = true, []netip.Addr{eip}
+			c.ports[0] = port("http", svcmodel.TCP, 80, 30080, e1d, e2)
+		}, map[string]lb{
+			"lb-node-switch tcp/node1": {name: "Service_ns/web_TCP_node_switch_node1", proto: svcmodel.TCP, opts: map[string]string{},
+				refs: ls("node1"), vips: map[string]string{"172.18.0.1:30080": "10.244.1.11:8080"}},
+			"lb-node-switch tcp/node2": {name: "Service_ns/web_TCP_node_switch_node2", proto: svcmodel.TCP, opts: map[string]string{},
+				refs: ls("node2"), vips: map[string]string{"172.18.0.2:30080": "10.244.2.10:8080"}},
+		}},
+		{"ETP Local without a NodePort: none", func(c *config) { c.etpLocal = true }, map[string]lb{}},
+		{"ITP and ETP Local: one load balancer per node switch", func(c *config) {
+			c.itpLocal, c.etpLocal = true, true
+			c.ports[0] = port("http", svcmodel.TCP, 80, 30080, e1, e2)
+		}, map[string]lb{
+			"lb-node-switch tcp/node1": {name: "Service_ns/web_TCP_node_switch_node1", proto: svcmodel.TCP, opts: map[string]string{},
+				refs: ls("node1"), vips: map[string]string{"10.96.0.10:80": "10.244.1.10:8080", "172.18.0.1:30080": "10.244.1.10:8080"}},
+			"lb-node-switch tcp/node2": {name: "Service_ns/web_TCP_node_switch_node2", proto: svcmodel.TCP, opts: map[string]string{},
+				refs: ls("node2"), vips: map[string]string{"10.96.0.10:80": "10.244.2.10:8080", "172.18.0.2:30080": "10.244.2.10:8080"}},
+			"lb-node-switch tcp/node4": {name: "Service_ns/web_TCP_node_switch_node4", proto: svcmodel.TCP, opts: map[string]string{},
+				refs: ls("node4"), vips: map[string]string{"10.96.0.10:80": ""}},
 		}},
 	} {
 		if got := flat(nodeSwitchLBs(conf(tc.mod), withNodes)); !reflect.DeepEqual(got, tc.want) {

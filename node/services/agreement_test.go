@@ -19,7 +19,10 @@ import (
 // An external load balancer sends a node traffic only while its healthCheckNodePort answers
 // 200, and the node's gateway router then balances it to the backends of the master's
 // per-node load balancer. Both come from svcmodel; this checks that they agree, for the
-// same Service and slices, on every node.
+// same Service and slices, on every node: the health check counts the router's backends,
+// except on a node whose router has fallen back to its terminating endpoints, which keeps
+// their traffic but reports none so that external load balancers drain it (upstream "should
+// fail health check node port if there are only terminating endpoints").
 func TestHealthCheckAgreesWithGatewayRouterLB(t *testing.T) {
 	yes, no := ptr.To(true), ptr.To(false)
 	nodes := []mastersvc.Node{
@@ -38,22 +41,24 @@ func TestHealthCheckAgreesWithGatewayRouterLB(t *testing.T) {
 		name    string
 		publish bool
 		slices  []*discovery.EndpointSlice
+		// draining is the node whose gateway router balances to terminating endpoints only.
+		draining string
 	}{
 		{"ready here and there", false, []*discovery.EndpointSlice{withPorts(slice("web", "a",
 			ep{addr: "10.244.1.5", node: "node1"}, ep{addr: "10.244.1.6", node: "node1", ready: no}, ep{addr: "10.244.2.5", node: "node2"}),
-			http(8080), dns)}},
+			http(8080), dns)}, ""},
 		{"node1 drains while node2 is ready", false, []*discovery.EndpointSlice{withPorts(slice("web", "a",
 			ep{addr: "10.244.1.10", node: "node1", ready: no, serving: yes, terminating: yes}, ep{addr: "10.244.2.10", node: "node2"}),
-			http(8080), dns)}},
+			http(8080), dns)}, "node1"},
 		{"none ready: serving and terminating", false, []*discovery.EndpointSlice{withPorts(slice("web", "a",
 			ep{addr: "10.244.1.8", node: "node1", ready: no, serving: yes, terminating: yes},
-			ep{addr: "10.244.1.9", node: "node1", ready: no, serving: no, terminating: yes}), http(8080), dns)}},
+			ep{addr: "10.244.1.9", node: "node1", ready: no, serving: no, terminating: yes}), http(8080), dns)}, "node1"},
 		{"publishNotReadyAddresses", true, []*discovery.EndpointSlice{withPorts(slice("web", "a",
-			ep{addr: "10.244.1.11", node: "node1", ready: no}, ep{addr: "10.244.2.11", node: "node2", ready: no}), http(8080), dns)}},
+			ep{addr: "10.244.1.11", node: "node1", ready: no}, ep{addr: "10.244.2.11", node: "node2", ready: no}), http(8080), dns)}, ""},
 		{"a named port per slice, one address in two slices", false, []*discovery.EndpointSlice{
 			withPorts(slice("web", "a", ep{addr: "10.244.1.5", node: "node1"}, ep{addr: "10.244.1.6", node: "node1"}), http(8080)),
 			withPorts(slice("web", "b", ep{addr: "10.244.1.6", node: "node1"}, ep{addr: "10.244.2.7", node: "node2"}), http(9090), dns),
-		}},
+		}, ""},
 		{"another Service's and another namespace's slices", false, []*discovery.EndpointSlice{
 			withPorts(slice("web", "a", ep{addr: "10.244.2.5", node: "node2"}), http(8080)),
 			withPorts(slice("other", "b", ep{addr: "10.244.1.5", node: "node1"}), http(8080)),
@@ -62,7 +67,7 @@ func TestHealthCheckAgreesWithGatewayRouterLB(t *testing.T) {
 				s.Namespace = "elsewhere"
 				return s
 			}(),
-		}},
+		}, ""},
 	} {
 		s := svc("web", corev1.ServiceTypeLoadBalancer, func(s *corev1.Service) {
 			s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
@@ -80,12 +85,18 @@ func TestHealthCheckAgreesWithGatewayRouterLB(t *testing.T) {
 		ports, _ := svcmodel.Ports(s)
 		for _, n := range nodes {
 			want := routerBackends(rows, n.Name)
+			if n.Name == tc.draining {
+				if len(want) == 0 {
+					t.Errorf("%s, %s: the gateway router has no terminating backend to fall back to", tc.name, n.Name)
+				}
+				want = nil
+			}
 			if got := localEndpoints(s, ports, own, n.Name); !slices.Equal(got, want) {
-				t.Errorf("%s, %s: health check endpoints %v; the gateway router balances to %v", tc.name, n.Name, got, want)
+				t.Errorf("%s, %s: health check endpoints %v, want %v", tc.name, n.Name, got, want)
 			}
 			hc, ok := Desired([]*corev1.Service{s}, tc.slices, n.Name, n.IP, allowAll).Health[32000]
 			if !ok || hc.LocalEndpoints != len(want) {
-				t.Errorf("%s, %s: health check %+v (present %v); the gateway router balances to %v", tc.name, n.Name, hc, ok, want)
+				t.Errorf("%s, %s: health check %+v (present %v), want %d endpoints %v", tc.name, n.Name, hc, ok, len(want), want)
 			}
 		}
 	}

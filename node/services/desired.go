@@ -23,8 +23,9 @@ import (
 // HealthCheck is what one healthCheckNodePort server answers.
 type HealthCheck struct {
 	Namespace, Name string
-	// LocalEndpoints counts the distinct addresses of the usable endpoints on this node:
-	// the backends of the master's load balancer on this node's gateway router.
+	// LocalEndpoints counts the distinct addresses of the ready endpoints on this node
+	// (svcmodel.LocalReady): the backends of the master's load balancer on this node's
+	// gateway router, except the terminating ones it falls back to, which count none.
 	LocalEndpoints int
 }
 
@@ -97,13 +98,15 @@ func (st *State) entryPoints(p svcmodel.Port, clusterIPs, external []netip.Addr,
 	}
 }
 
-// localEndpoints are the distinct addresses of svc's usable endpoints on node, over all its
-// ports: exactly the backends of the master's load balancer on this node's gateway router
-// (svcmodel.LocalUsable for each port), which the healthCheckNodePort stands for.
+// localEndpoints are the distinct addresses of svc's ready endpoints on node, over all its
+// ports (svcmodel.LocalReady for each port), which the healthCheckNodePort counts: the
+// backends of the master's load balancer on this node's gateway router, but none while that
+// balancer has fallen back to terminating endpoints (svcmodel.LocalUsable), so that external
+// load balancers drain the node.
 func localEndpoints(svc *corev1.Service, ports []svcmodel.Port, eps []*discovery.EndpointSlice, node string) []netip.Addr {
 	var out []netip.Addr
 	for _, p := range ports {
-		for _, e := range svcmodel.LocalUsable(svcmodel.Endpoints(eps, p), svc, node) {
+		for _, e := range svcmodel.LocalReady(svcmodel.Endpoints(eps, p), svc, node) {
 			out = append(out, e.IP)
 		}
 	}

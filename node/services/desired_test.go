@@ -143,13 +143,15 @@ func TestDesiredHealthChecks(t *testing.T) {
 		slice("ready", "ready-b", ep{addr: "10.244.1.6", node: "node1"},
 			ep{addr: "10.244.1.13", node: "node1", ready: yes, terminating: yes}), // terminating: not ready
 		slice("none-here", "x", ep{addr: "10.244.2.6", node: "node2"}),
-		// No ready endpoint anywhere: the serving and terminating one counts.
+		// No ready endpoint anywhere: the gateway router falls back to the serving and
+		// terminating one, which the health check does not count (503: external load
+		// balancers drain the node; upstream "should fail health check node port if there
+		// are only terminating endpoints").
 		slice("fallback", "x", ep{addr: "10.244.1.8", node: "node1", ready: no, serving: yes, terminating: yes},
 			ep{addr: "10.244.1.9", node: "node1", ready: no, serving: no, terminating: yes}),
-		// A ready remote one: the local serving-terminating one counts all the same, the
-		// fallback is per node (svcmodel.LocalUsable, kube-proxy's rule): the master's load
-		// balancer on this node's gateway router has it as its backend. (It used to be 0
-		// here, a node-only rule that disagreed with that load balancer.)
+		// A ready remote one: the local serving-terminating one is still the backend of this
+		// node's gateway router (the fallback is per node, svcmodel.LocalUsable), and the
+		// health check still counts it none (svcmodel.LocalReady).
 		slice("not-ready", "x", ep{addr: "10.244.1.10", node: "node1", ready: no, serving: yes, terminating: yes},
 			ep{addr: "10.244.2.10", node: "node2"}),
 		slice("publish", "x", ep{addr: "10.244.1.11", node: "node1", ready: no}),
@@ -164,8 +166,8 @@ func TestDesiredHealthChecks(t *testing.T) {
 	want := map[uint16]HealthCheck{
 		32001: {"ns", "ready", 2},
 		32002: {"ns", "none-here", 0},
-		32003: {"ns", "fallback", 1},
-		32004: {"ns", "not-ready", 1},
+		32003: {"ns", "fallback", 0},
+		32004: {"ns", "not-ready", 0},
 		32005: {"ns", "publish", 1},
 	}
 	if !reflect.DeepEqual(got, want) {

@@ -64,8 +64,14 @@ func (c *Cluster) startRealNode(ctx context.Context, n *Node) (err error) {
 	if err := os.WriteFile(filepath.Join(rn.dir, "containerd.toml"), []byte(rn.containerdConfig(cniBin, cniConf, !c.opts.Bare)), 0o644); err != nil {
 		return err
 	}
+	// A host-network pod shares its node's UTS namespace, which is containerd's (its shims and
+	// runc inherit it): on one machine every node's would be the machine's, so containerd
+	// runs in a UTS namespace of its own named after the node, as a host-network pod's
+	// hostname is its node's on a real machine (upstream tests compare the two). unshare and
+	// sh exec in place: the process stopped is containerd.
 	rn.containerd, err = c.Run.Start(harness.ProcSpec{Name: "containerd-" + n.Name, Netns: n.Netns, HostMounts: true, Mountns: rn.mountns,
-		Path: "containerd", Args: []string{"--config", filepath.Join(rn.dir, "containerd.toml")}, StopTimeout: 10 * time.Second})
+		Path: "unshare", Args: []string{"--uts", "sh", "-c", `hostname "$0" && exec containerd --config "$1"`, n.Name, filepath.Join(rn.dir, "containerd.toml")},
+		StopTimeout: 10 * time.Second})
 	if err != nil {
 		return err
 	}

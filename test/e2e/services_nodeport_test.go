@@ -48,7 +48,7 @@ func TestServiceNodePortFromOutside(t *testing.T) {
 
 // TestServiceExternalTrafficPolicyLocal: only node1 has an endpoint. From the external host,
 // node1 answers with the client IP kept, node2 does not forward until it has an endpoint of
-// its own.
+// its own; a pod of node1 reaches node1's NodePort.
 func TestServiceExternalTrafficPolicyLocal(t *testing.T) {
 	ns := testNamespace(t)
 	svc := etpLocalService(t, ns)
@@ -62,6 +62,13 @@ func TestServiceExternalTrafficPolicyLocal(t *testing.T) {
 	})
 	t.Run("node without endpoints does not forward", func(t *testing.T) {
 		expectNoAnswer(t, cl.External.Netns, tcp, addrPort(cl.Node("node2").IP, np))
+	})
+	// A pod reaching its own node's NodePort: the cluster router's policy for the node IP
+	// (pods reach their host through the management port) must not take it past the VIP
+	// to the host, which has no NodePort for it (the node switch balances it).
+	t.Run("a pod of node1 to node1", func(t *testing.T) {
+		client := startPod(t, workloadPod(ns, "client1", "node1", "client"))
+		waitAnswer(t, podNetns(t, client), tcp, addrPort(cl.Node("node1").IP, np), ns+"/a")
 	})
 	t.Run("node2 with an endpoint of its own", func(t *testing.T) {
 		startPod(t, workloadPod(ns, "c", "node2", "local", corev1.ContainerPort{Name: "tcp", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}))
