@@ -428,6 +428,13 @@ func (n *Node) RestartVSwitchd(ctx context.Context) error {
 // tracked, packets in flight) stays broken; the tests that failed because of it say so in
 // their output, next to the crash.
 func (n *Node) superviseVSwitchd(p *Proc) {
+	n.supervise(p, "ovs-vswitchd", n.RestartVSwitchd)
+}
+
+// supervise waits for p, the node's daemon name, to exit. If it died on its own (not
+// stopped or killed by the harness or a test), the run records the crash loudly, with the
+// end of the daemon's log, and restart starts another one.
+func (n *Node) supervise(p *Proc, name string, restart func(context.Context) error) {
 	<-p.Done()
 	n.mu.Lock()
 	stopped := n.stopped
@@ -435,12 +442,12 @@ func (n *Node) superviseVSwitchd(p *Proc) {
 	if !p.Crashed() || stopped || n.run.isClosed() {
 		return
 	}
-	n.run.noteCrash(fmt.Sprintf("node %s: ovs-vswitchd (pid %d) exited on its own (%v); its log ends: %s; restarting it",
-		n.Name, p.Pid(), p.Err(), logTail(filepath.Join(n.run.LogDir, n.Name+"-ovs-vswitchd.log"), 3)))
+	n.run.noteCrash(fmt.Sprintf("node %s: %s (pid %d) exited on its own (%v); its log ends: %s; restarting it",
+		n.Name, name, p.Pid(), p.Err(), logTail(filepath.Join(n.run.LogDir, n.Name+"-"+name+".log"), 3)))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := n.RestartVSwitchd(ctx); err != nil {
-		n.run.noteCrash(fmt.Sprintf("node %s: ovs-vswitchd could not be restarted: %v", n.Name, err))
+	if err := restart(ctx); err != nil {
+		n.run.noteCrash(fmt.Sprintf("node %s: %s could not be restarted: %v", n.Name, name, err))
 	}
 }
 
@@ -545,20 +552,10 @@ func (n *Node) StartOVNController(ctx context.Context) (*Proc, error) {
 // if_status_mgr_clear(), see docs/development.md). A test that kills it restarts it
 // itself.
 func (n *Node) superviseController(p *Proc) {
-	<-p.Done()
-	n.mu.Lock()
-	stopped := n.stopped
-	n.mu.Unlock()
-	if !p.Crashed() || stopped || n.run.isClosed() {
-		return
-	}
-	n.run.noteCrash(fmt.Sprintf("node %s: ovn-controller (pid %d) exited on its own (%v); its log ends: %s; restarting it",
-		n.Name, p.Pid(), p.Err(), logTail(filepath.Join(n.run.LogDir, n.Name+"-ovn-controller.log"), 3)))
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if _, err := n.StartOVNController(ctx); err != nil {
-		n.run.noteCrash(fmt.Sprintf("node %s: ovn-controller could not be restarted: %v", n.Name, err))
-	}
+	n.supervise(p, "ovn-controller", func(ctx context.Context) error {
+		_, err := n.StartOVNController(ctx)
+		return err
+	})
 }
 
 // OVNController is the running (or last) ovn-controller of the node; nil if none was
