@@ -18,11 +18,20 @@ import (
 // ProxyNameLabel marks a Service another proxy implements; ovn-transparent leaves it alone.
 const ProxyNameLabel = "service.kubernetes.io/service-proxy-name"
 
+// HeadlessLabel marks a Service that no proxy implements, whatever its ClusterIP (its
+// EndpointSlices are still kept, for DNS and other consumers); ovn-transparent leaves it
+// alone too.
+const HeadlessLabel = "service.kubernetes.io/headless"
+
 // Implemented reports whether ovn-transparent implements svc at all: it has a virtual IP (not
-// headless, not ExternalName, ClusterIP set) and is not handed to another proxy. A Service
-// it does not implement gets nothing, on the master or on the node.
+// headless, not ExternalName, ClusterIP set), is not handed to another proxy and is not
+// labelled headless (HeadlessLabel). A Service it does not implement gets nothing, on the
+// master or on the node.
 func Implemented(svc *corev1.Service) bool {
 	if _, other := svc.Labels[ProxyNameLabel]; other {
+		return false
+	}
+	if _, headless := svc.Labels[HeadlessLabel]; headless {
 		return false
 	}
 	if svc.Spec.Type == corev1.ServiceTypeExternalName {

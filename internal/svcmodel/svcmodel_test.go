@@ -45,6 +45,7 @@ func TestImplemented(t *testing.T) {
 		{"ExternalName with a stale ClusterIP", func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeExternalName }, false},
 		{"another proxy's", func(s *corev1.Service) { s.Labels = map[string]string{ProxyNameLabel: "other"} }, false},
 		{"another proxy's, empty name", func(s *corev1.Service) { s.Labels = map[string]string{ProxyNameLabel: ""} }, false},
+		{"labelled headless", func(s *corev1.Service) { s.Labels = map[string]string{HeadlessLabel: ""} }, false},
 		{"unrelated label", func(s *corev1.Service) { s.Labels = map[string]string{"app": "web"} }, true},
 	} {
 		if got := Implemented(service(tc.mod)); got != tc.want {
