@@ -1,7 +1,6 @@
 package services
 
 import (
-	"context"
 	"net/netip"
 	"slices"
 	"sync"
@@ -40,10 +39,8 @@ func TestControllerFeedsConntrack(t *testing.T) {
 	client := fake.NewClientset()
 	ct := &fakeConntrack{}
 	c := New(Config{NodeName: "node1", NodeIP: netip.MustParseAddr("127.0.0.1"), Conntrack: ct}, client, logr.Discard())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { c.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	runController(t, client, c)
+	ctx := t.Context()
 
 	if _, err := client.CoreV1().Services("ns").Create(ctx, svc("dns", corev1.ServiceTypeClusterIP, nil), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

@@ -13,7 +13,9 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/openflow"
 	"github.com/ovn-transparent/ovn-transparent/internal/svcmodel"
@@ -67,6 +69,33 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	poll.Eventually(t, t.Context(), what, 10*time.Second, 20*time.Millisecond, func() (bool, error) { return cond(), nil })
 }
 
+// runController runs c until the test ends, and returns once its informers watch: the fake
+// clientset drops what is created between an informer's list and its watch, so a test that
+// created objects right after starting could wait for them forever.
+func runController(t *testing.T, client *fake.Clientset, c *Controller) {
+	t.Helper()
+	watching := make(chan struct{}, 16)
+	client.PrependWatchReactor("*", func(action clienttesting.Action) (bool, watch.Interface, error) {
+		w, err := client.Tracker().Watch(action.GetResource(), action.GetNamespace())
+		if err != nil {
+			return false, nil, err
+		}
+		watching <- struct{}{}
+		return true, w, nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { c.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	for range 3 { // Services, EndpointSlices, Nodes
+		select {
+		case <-watching:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the controller's informers did not start watching")
+		}
+	}
+}
+
 // TestController: Services and EndpointSlices in the API server become the gateway's entry
 // points, the local NAT rules and health servers, and follow changes and deletion.
 func TestController(t *testing.T) {
@@ -74,10 +103,8 @@ func TestController(t *testing.T) {
 	client := fake.NewClientset()
 	gw, nat := &fakeGateway{}, &fakeNAT{}
 	c := New(Config{NodeName: "node1", NodeIP: ip, Gateway: gw, NAT: nat}, client, logr.Discard())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { c.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	runController(t, client, c)
+	ctx := t.Context()
 
 	hcPort := freePort(t)
 	s := svc("lb", corev1.ServiceTypeLoadBalancer, func(s *corev1.Service) {
@@ -124,10 +151,8 @@ func TestControllerRefusesTooLargeService(t *testing.T) {
 	gw := &fakeGateway{}
 	c := New(Config{NodeName: "node1", NodeIP: ip, Gateway: gw,
 		Limits: svcmodel.Limits{PerService: svcmodel.DefaultMaxServiceFrontends}}, client, logr.Discard())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { c.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	runController(t, client, c)
+	ctx := t.Context()
 
 	huge := svc("huge", corev1.ServiceTypeNodePort, func(s *corev1.Service) {
 		s.Spec.Ports = nil
