@@ -7,6 +7,7 @@ import (
 
 	"github.com/ovn-org/libovsdb/model"
 	libovsdb "github.com/ovn-org/libovsdb/ovsdb"
+	"k8s.io/utils/ptr"
 
 	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/vswitchd"
 )
@@ -29,11 +30,8 @@ func probeMillis(probe time.Duration) *int {
 	if probe <= 0 {
 		return nil
 	}
-	ms := int(probe.Milliseconds())
-	return &ms
+	return ptr.To(int(probe.Milliseconds()))
 }
-
-func sameProbe(a, b *int) bool { return (a == nil && b == nil) || (a != nil && b != nil && *a == *b) }
 
 // EnsureManager makes target ("pssl:6640") one of the database's manager_options: a Manager
 // row with that target and inactivity probe probe (zero: OVS's default) referred to by the
@@ -59,10 +57,10 @@ func (s *Switch) EnsureManager(ctx context.Context, target string, probe time.Du
 			return false
 		}
 		m := find(r)
-		return m != nil && sameProbe(m.InactivityProbe, want)
+		return m != nil && ptr.Equal(m.InactivityProbe, want)
 	}
 	if m := find(root); m != nil {
-		if sameProbe(m.InactivityProbe, want) {
+		if ptr.Equal(m.InactivityProbe, want) {
 			return nil
 		}
 		m.InactivityProbe = want
@@ -112,10 +110,10 @@ func (s *Switch) EnsureController(ctx context.Context, bridge, target string, pr
 			return false
 		}
 		c := only(now)
-		return c != nil && sameProbe(c.InactivityProbe, want)
+		return c != nil && ptr.Equal(c.InactivityProbe, want)
 	}
 	if c := only(br); c != nil {
-		if sameProbe(c.InactivityProbe, want) {
+		if ptr.Equal(c.InactivityProbe, want) {
 			return nil
 		}
 		c.InactivityProbe = want
