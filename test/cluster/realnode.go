@@ -311,8 +311,11 @@ func (c *Cluster) imageArchives(ctx context.Context) ([]string, error) {
 		if c.imagesErr = os.MkdirAll(dir, 0o755); c.imagesErr != nil {
 			return
 		}
-		var coredns, rootfs, nginx string
+		var coredns, rootfs, nginx, boom string
 		if coredns, c.imagesErr = harness.EnsureCoreDNS(ctx, c.Run.Logf); c.imagesErr != nil {
+			return
+		}
+		if boom, c.imagesErr = harness.EnsureKubeTestImage(ctx, harness.KubeVersion, harness.RegressionIssue74839, c.Run.Logf); c.imagesErr != nil {
 			return
 		}
 		if rootfs, c.imagesErr = harness.EnsureAgnhostRootfs(ctx, c.Run.Logf); c.imagesErr != nil {
@@ -329,6 +332,8 @@ func (c *Cluster) imageArchives(ctx context.Context) ([]string, error) {
 			NginxRootfs:   nginx,
 			CoreDNS:       coredns,
 			Workload:      filepath.Join(c.BinDir, "ovnt-workload"),
+
+			RegressionIssue74839: boom,
 		})
 	})
 	return c.imagesList, c.imagesErr

@@ -44,6 +44,10 @@ const (
 	// Nginx is the upstream e2e suite's web server image: Debian's nginx serving its
 	// default page on port 80.
 	Nginx = "registry.k8s.io/e2e-test-images/nginx:1.14-4"
+	// RegressionIssue74839 is the upstream e2e suite's "boom server": a TCP server on port
+	// 9000 that sends each new connection's client an out-of-window segment from a raw
+	// socket (conntrack test "should not be vulnerable to the invalid conntrack state bug").
+	RegressionIssue74839 = "registry.k8s.io/e2e-test-images/regression-issue-74839:1.2"
 	// Workload is test/cmd/ovnt-workload, the end-to-end tests' server (see package probe),
 	// by the name their pod specs use; containerd knows it as
 	// docker.io/library/ovnt-workload:latest.
@@ -64,6 +68,9 @@ type Sources struct {
 	NginxRootfs string
 	// Workload is test/cmd/ovnt-workload, static.
 	Workload string
+	// RegressionIssue74839 is k8s.io/kubernetes/test/images/regression-issue-74839 at the
+	// cluster's release, static (harness.EnsureKubeTestImage); empty: no such image.
+	RegressionIssue74839 string
 }
 
 // file is one entry of a layer.
@@ -118,6 +125,13 @@ func Write(dir string, s Sources) ([]string, error) {
 	}
 	if s.NginxRootfs != "" {
 		all = append(all, image{name: Nginx, base: s.NginxRootfs, entrypoint: []string{"/usr/sbin/nginx", "-g", "daemon off;"}})
+	}
+	if s.RegressionIssue74839 != "" {
+		// The binary alone (upstream puts it on a Debian base, of which it uses nothing); the
+		// pod spec adds NET_RAW for its raw socket.
+		all = append(all, image{name: RegressionIssue74839,
+			files:      []file{{path: "regression-issue-74839", mode: 0o755, src: s.RegressionIssue74839}},
+			entrypoint: []string{"/regression-issue-74839"}})
 	}
 	var paths []string
 	for _, img := range all {

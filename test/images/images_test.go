@@ -43,7 +43,7 @@ func TestWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	paths, err := Write(dir, Sources{Pause: bin, Busybox: bb, Agnhost: bin, AgnhostRootfs: rootfs, CoreDNS: bin, Workload: bin,
-		NginxRootfs: rootfs})
+		NginxRootfs: rootfs, RegressionIssue74839: bin})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,6 +55,7 @@ func TestWrite(t *testing.T) {
 		"docker.io/library/ovnt-workload:latest": {"ovnt-workload", "bin/test"},
 		JessieDnsutils:                           {"./usr/bin/bash"},
 		Nginx:                                    {"./usr/bin/bash"},
+		RegressionIssue74839:                     {"regression-issue-74839"},
 	}
 	if len(paths) != len(want) {
 		t.Fatalf("%d archives, want %d", len(paths), len(want))

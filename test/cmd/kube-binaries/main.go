@@ -1,8 +1,8 @@
 //go:build linux
 
 // Command kube-binaries builds (once, into the harness's cache outside the repository) the
-// Kubernetes binaries the test harness runs (control plane, kubelet, kubectl, agnhost),
-// CoreDNS and the Debian root filesystem of the agnhost image, and prints the directory that holds the Kubernetes ones. `make` calls it before
+// Kubernetes binaries the test harness runs (control plane, kubelet, kubectl, agnhost, the
+// regression-issue-74839 test image), CoreDNS and the Debian root filesystem of the agnhost image, and prints the directory that holds the Kubernetes ones. `make` calls it before
 // the tests so that no test package spends its timeout on a cold build.
 package main
 
@@ -51,6 +51,9 @@ func run(version string) (string, error) {
 		return "", err
 	}
 	if _, err := harness.EnsureAgnhostRootfs(ctx, logf); err != nil {
+		return "", err
+	}
+	if _, err := harness.EnsureKubeTestImage(ctx, version, harness.RegressionIssue74839, logf); err != nil {
 		return "", err
 	}
 	return dir, nil
