@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -382,5 +383,36 @@ func TestKubeBuildEnv(t *testing.T) {
 	}
 	if got["GOOS"] == "windows" {
 		t.Error("GOOS=windows kept: the binaries would not run here")
+	}
+}
+
+// TestEnsureKubeTestImage builds the upstream conntrack test's server into an empty cache
+// (seconds with the Go module and build caches warm), checks it is that program, and that a
+// second call finds it without building.
+func TestEnsureKubeTestImage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds from the Go module proxy")
+	}
+	t.Setenv("OVNT_CACHE_DIR", t.TempDir())
+	ctx := t.Context()
+	bin, err := EnsureKubeTestImage(ctx, KubeVersion, RegressionIssue74839, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Without POD_IP the server has no address to watch and says so.
+	cmd := exec.CommandContext(ctx, bin)
+	cmd.Env = []string{}
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "No valid IP found") {
+		t.Fatalf("%s without POD_IP: %v, %q; want it to stop with \"No valid IP found\"", bin, err, out)
+	}
+	built := false
+	again, err := EnsureKubeTestImage(ctx, KubeVersion, RegressionIssue74839, func(f string, a ...any) {
+		built = built || strings.Contains(f, "making")
+	})
+	if err != nil || again != bin || built {
+		t.Fatalf("second call: %q, %v, built again %v; want %q from the cache", again, err, built, bin)
+	}
+	if _, err := EnsureKubeTestImage(ctx, "1.34", RegressionIssue74839, t.Logf); err == nil {
+		t.Error("a malformed version was accepted")
 	}
 }
