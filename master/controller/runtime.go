@@ -216,6 +216,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	c.startup(ctx)
 	c.nb.Cache().AddEventHandler(&nbHandler{ctx: ctx, c: c})
+	c.warnCtInvMatchAtStart(ctx)
 	if err := c.enqueueAll(ctx); err != nil {
 		return err
 	}
@@ -479,6 +480,7 @@ type nbHandler struct {
 
 func (h *nbHandler) OnAdd(table string, m model.Model) {
 	if table == nbdb.NBGlobalTable {
+		h.c.warnCtInvMatch(nil, m)
 		n := h.c.refills.Add(1)
 		h.c.log.Info("NB cache refilled (reconnected); resyncing every key", "refills", n)
 		if err := h.c.enqueueAll(h.ctx); err != nil {
@@ -497,7 +499,11 @@ func (h *nbHandler) OnAdd(table string, m model.Model) {
 }
 
 func (h *nbHandler) OnUpdate(table string, old, cur model.Model) {
-	if table == nbdb.NBGlobalTable || nb.ManagedEqual(old, cur) {
+	if table == nbdb.NBGlobalTable {
+		h.c.warnCtInvMatch(old, cur)
+		return
+	}
+	if nb.ManagedEqual(old, cur) {
 		return // only reference columns changed, e.g. another owner's port on our switch
 	}
 	h.c.enqueueOwner(old)

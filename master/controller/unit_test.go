@@ -57,6 +57,8 @@ type unitEnv struct {
 	nbProbe time.Duration
 	// stop stops the running master and waits for it.
 	stop func()
+	// logs, when set, collects the log of the masters started from then on (else t.Log).
+	logs *logLines
 }
 
 // startUnit starts the master with cfg on a fake clientset holding objs and an empty NB.
@@ -96,7 +98,11 @@ func (e *unitEnv) startMaster() {
 	}
 	e.t.Cleanup(nbc.Close)
 	e.masterNB = nbc
-	ctrl, err := New(cfg, e.kube, nbc, e.events, testr.New(e.t))
+	log := testr.New(e.t)
+	if e.logs != nil {
+		log = e.logs.logger()
+	}
+	ctrl, err := New(cfg, e.kube, nbc, e.events, log)
 	if err != nil {
 		cancel()
 		e.t.Fatal(err)
