@@ -5,6 +5,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -27,7 +28,20 @@ const (
 	ExternalName = "www.example.test"
 )
 
-// startExternalDNS runs CoreDNS on the external host, authoritative for ExternalZone.
+// PublicName and PublicAddr are the one record of the Internet the upstream e2e suite looks
+// up through cluster DNS (its PTR forwarding test first wants 8.8.8.8 to reverse-resolve
+// to dns.google, "without explicit upstream nameserver set"). The test network has no
+// Internet, so the external host, which stands in for the cluster's upstream resolvers,
+// serves it; no packet reaches that address.
+const (
+	PublicName = "dns.google"
+	PublicAddr = "8.8.8.8"
+)
+
+// startExternalDNS runs CoreDNS on the external host, the cluster's upstream resolver:
+// authoritative for ExternalZone, PublicName and PublicAddr's reverse (PTR) name; it
+// refuses other names. (Reverse lookups of the external host's own address do not get
+// here: it is the kubernetes Service's endpoint, which cluster DNS answers itself.)
 func (c *Cluster) startExternalDNS(ctx context.Context) error {
 	bin, err := harness.EnsureCoreDNS(ctx, c.Run.Logf)
 	if err != nil {
@@ -37,14 +51,15 @@ func (c *Cluster) startExternalDNS(ctx context.Context) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	corefile := fmt.Sprintf(`%s:53 {
+	corefile := fmt.Sprintf(`%s:53 %s:53 %s:53 {
     bind %s
     hosts {
+        %s %s
         %s %s
     }
     errors
 }
-`, ExternalZone, c.External.IP, c.External.IP, ExternalName)
+`, ExternalZone, PublicName, reverseName(PublicAddr), c.External.IP, c.External.IP, ExternalName, PublicAddr, PublicName)
 	if err := os.WriteFile(filepath.Join(dir, "Corefile"), []byte(corefile), 0o644); err != nil {
 		return err
 	}
@@ -53,9 +68,19 @@ func (c *Cluster) startExternalDNS(ctx context.Context) error {
 	return err
 }
 
-// deployDNS runs cluster DNS as clusters have it: CoreDNS as a Deployment in kube-system
-// behind the kube-dns Service at ClusterDNS, with the RBAC of the upstream manifest,
-// forwarding other names to the external host. It returns once the Deployment is available.
+// reverseName is the in-addr.arpa name of an IPv4 address: 10.1.2.3 -> 3.2.1.10.in-addr.arpa.
+func reverseName(ip string) string {
+	b := net.ParseIP(ip).To4()
+	return fmt.Sprintf("%d.%d.%d.%d.in-addr.arpa", b[3], b[2], b[1], b[0])
+}
+
+// deployDNS runs cluster DNS as kubeadm (v1.34) installs it: CoreDNS as the Deployment
+// "coredns" in kube-system, pods labelled k8s-app=kube-dns, behind the kube-dns Service at
+// ClusterDNS, with the RBAC of the upstream manifest and kubeadm's Corefile in the ConfigMap
+// "coredns" (the upstream DNS tests rewrite it and delete the pods, or wait for reload).
+// Two differences: other names are forwarded to the external host rather than to the
+// node's /etc/resolv.conf (the machine's, which pods cannot reach), and one replica runs
+// instead of two. It returns once the Deployment is available.
 func (c *Cluster) deployDNS(ctx context.Context) error {
 	client := c.Kube.Client()
 	const ns, name = "kube-system", "coredns"
@@ -97,8 +122,14 @@ func (c *Cluster) deployDNS(ctx context.Context) error {
         fallthrough in-addr.arpa ip6.arpa
         ttl 30
     }
-    forward . %s
-    cache 30
+    prometheus :9153
+    forward . %s {
+        max_concurrent 1000
+    }
+    cache 30 {
+        disable success cluster.local
+        disable denial cluster.local
+    }
     loop
     reload
     loadbalance
@@ -139,12 +170,14 @@ func (c *Cluster) deployDNS(ctx context.Context) error {
 									{Name: "dns", ContainerPort: 53, Protocol: corev1.ProtocolUDP},
 									{Name: "dns-tcp", ContainerPort: 53, Protocol: corev1.ProtocolTCP},
 									{Name: "metrics", ContainerPort: 9153, Protocol: corev1.ProtocolTCP},
+									{Name: "liveness-probe", ContainerPort: 8080, Protocol: corev1.ProtocolTCP},
+									{Name: "readiness-probe", ContainerPort: 8181, Protocol: corev1.ProtocolTCP},
 								},
 								VolumeMounts: []corev1.VolumeMount{{Name: "config", MountPath: "/etc/coredns", ReadOnly: true}},
 								ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
-									HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromInt32(8181)}}, PeriodSeconds: 2},
+									HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromString("readiness-probe")}}, PeriodSeconds: 2},
 								LivenessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
-									HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromInt32(8080)}},
+									HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromString("liveness-probe")}},
 									InitialDelaySeconds: 60, FailureThreshold: 5},
 								SecurityContext: &corev1.SecurityContext{
 									AllowPrivilegeEscalation: new(bool), ReadOnlyRootFilesystem: ptr(true),

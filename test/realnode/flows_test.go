@@ -114,6 +114,11 @@ func TestFlows(t *testing.T) {
 			if addrs, err := r.LookupHost(ctx, cluster.ExternalName+"."); err != nil || len(addrs) != 1 || addrs[0] != ext {
 				return fmt.Errorf("A %s: %v (%v), want %s", cluster.ExternalName, addrs, err, ext)
 			}
+			// A reverse lookup of an address the cluster does not know falls through the
+			// kubernetes plugin to the upstream resolver, as upstream's PTR forwarding test wants.
+			if names, err := r.LookupAddr(ctx, cluster.PublicAddr); err != nil || len(names) != 1 || names[0] != cluster.PublicName+"." {
+				return fmt.Errorf("PTR %s: %v (%v), want %s.", cluster.PublicAddr, names, err, cluster.PublicName)
+			}
 			return nil
 		}()
 		if err != nil {
