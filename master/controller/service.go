@@ -27,12 +27,10 @@ const (
 )
 
 // serviceReconciler converges Service keys: the load balancers of one Service, from the
-// Service, its EndpointSlices and, for externalTrafficPolicy Local, the nodes. Node syncs
-// enqueue the Services with per-node load balancers when a node's rows change.
-type serviceReconciler struct {
-	*shared
-	slices cache.Indexer // EndpointSlices, indexed by slicesByService
-}
+// Service, its EndpointSlices (shared.slices, indexed by slicesByService) and, for the
+// traffic policies Local or topology hints, the nodes. Node syncs enqueue the Services with
+// per-node load balancers when a node's rows change.
+type serviceReconciler struct{ *shared }
 
 func newServiceReconciler(s *shared, w *watcher) (*serviceReconciler, error) {
 	svcInf := w.factory.Core().V1().Services()
@@ -98,7 +96,7 @@ func newServiceReconciler(s *shared, w *watcher) (*serviceReconciler, error) {
 	if err := w.onNodeZoneChanged(func() { w.add(s.hintedServices()...) }); err != nil {
 		return nil, fmt.Errorf("controller: node zone handler for services: %w", err)
 	}
-	return &serviceReconciler{shared: s, slices: sliceInf.Informer().GetIndexer()}, nil
+	return &serviceReconciler{s}, nil
 }
 
 // namespaceLimitChanged enqueues every Service of obj's namespace when a per-namespace limit
