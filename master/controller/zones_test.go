@@ -22,7 +22,8 @@ import (
 // TestServiceTopologyHints: a Service whose endpoints carry zone hints gets its ClusterIP on
 // each node switch with the endpoints of that node's zone. ovn-trace, with no backend
 // chosen for it, delivers pod a's packet to the VIP to its own zone's pod; a node that moves
-// zone and a node without a zone label get theirs.
+// zone and a node without a zone label get theirs; node hints (PreferSameNode) win over
+// zone hints.
 func TestServiceTopologyHints(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -93,6 +94,23 @@ func TestServiceTopologyHints(t *testing.T) {
 	switchVIP("node2", ipA+":8080")
 	// node3 has no zone label: every endpoint.
 	e.createNode("node3", chassisOf(3))
+	switchVIP("node3", sortedJoin(ipA+":8080", ipB+":8080"))
+
+	// PreferSameNode: node hints win over zone hints (node1 and node2 now share zone-a);
+	// node3, for which no endpoint is hinted, falls back to the zone hints, and having no
+	// zone, to every endpoint.
+	cur, err := e.kube.DiscoveryV1().EndpointSlices("default").Get(ctx, "zoned-x", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, node := range []string{"node1", "node2"} {
+		cur.Endpoints[i].Hints.ForNodes = []discoveryv1.ForNode{{Name: node}}
+	}
+	if _, err := e.kube.DiscoveryV1().EndpointSlices("default").Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	switchVIP("node2", ipB+":8080")
+	switchVIP("node1", ipA+":8080")
 	switchVIP("node3", sortedJoin(ipA+":8080", ipB+":8080"))
 	e.checkEveryRowOwned()
 }
