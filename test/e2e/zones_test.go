@@ -3,12 +3,17 @@
 package e2e
 
 import (
+	"fmt"
+	"net/netip"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
 )
 
 // TestServiceTopologyHints: a Service whose EndpointSlice hints a on node1 for zone-a and c
@@ -39,17 +44,48 @@ func TestServiceTopologyHints(t *testing.T) {
 	if _, err := client().DiscoveryV1().EndpointSlices(ns).Create(t.Context(), s, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	addr := addrPort(svc.Spec.ClusterIP, 80)
-	for _, tc := range []struct{ what, from, want string }{
-		{"pod on node1", podNetns(t, client1), ns + "/a"},
-		{"pod on node2", podNetns(t, client2), ns + "/c"},
-		{"node1", cl.Node("node1").Netns, ns + "/a"},
-		{"node2", cl.Node("node2").Netns, ns + "/c"},
-	} {
-		t.Run(tc.what, func(t *testing.T) {
-			waitAnswer(t, tc.from, tcp, addr, tc.want)
-			if seen := collect(t, tc.from, tcp, addr, 20); len(seen) != 1 || seen[tc.want] != 20 {
-				t.Errorf("%v, want only %s", seen, tc.want)
+	expectOwnEndpoint(t, addrPort(svc.Spec.ClusterIP, 80), map[string]string{
+		"pod on node1": podNetns(t, client1), "pod on node2": podNetns(t, client2),
+		"node1": cl.Node("node1").Netns, "node2": cl.Node("node2").Netns,
+	}, map[string]string{"pod on node1": ns + "/a", "pod on node2": ns + "/c", "node1": ns + "/a", "node2": ns + "/c"})
+
+	// The controller manager's side: trafficDistribution PreferSameNode makes it write node
+	// hints (feature gate PreferSameTrafficDistribution, on by default in the release).
+	t.Run("PreferSameNode", func(t *testing.T) {
+		s := newService(ns, "samenode", "web", svcPort("", corev1.ProtocolTCP, 80, 8080))
+		s.Spec.TrafficDistribution = ptr.To(corev1.ServiceTrafficDistributionPreferSameNode)
+		svc := createService(t, s)
+		poll.Eventually(t, t.Context(), "node hints on every endpoint of samenode", time.Minute, 200*time.Millisecond, func() (bool, error) {
+			list, err := client().DiscoveryV1().EndpointSlices(ns).List(t.Context(), metav1.ListOptions{LabelSelector: discovery.LabelServiceName + "=samenode"})
+			if err != nil {
+				return false, err
+			}
+			n := 0
+			for _, sl := range list.Items {
+				for _, e := range sl.Endpoints {
+					if e.Hints == nil || len(e.Hints.ForNodes) != 1 || e.NodeName == nil || e.Hints.ForNodes[0].Name != *e.NodeName {
+						return false, fmt.Errorf("endpoint %v hints %+v", e.Addresses, e.Hints)
+					}
+					n++
+				}
+			}
+			return n == 2, fmt.Errorf("%d endpoints", n)
+		})
+		expectOwnEndpoint(t, addrPort(svc.Spec.ClusterIP, 80), map[string]string{
+			"pod on node1": podNetns(t, client1), "pod on node2": podNetns(t, client2)},
+			map[string]string{"pod on node1": ns + "/a", "pod on node2": ns + "/c"})
+	})
+}
+
+// expectOwnEndpoint checks that each client (a network namespace, by name) reaches only the
+// backend want names for it at addr: 20 of 20 probes.
+func expectOwnEndpoint(t *testing.T, addr netip.AddrPort, froms, want map[string]string) {
+	t.Helper()
+	for what, from := range froms {
+		t.Run(what, func(t *testing.T) {
+			waitAnswer(t, from, tcp, addr, want[what])
+			if seen := collect(t, from, tcp, addr, 20); len(seen) != 1 || seen[want[what]] != 20 {
+				t.Errorf("%v, want only %s", seen, want[what])
 			}
 		})
 	}
