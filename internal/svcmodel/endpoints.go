@@ -16,6 +16,10 @@ type Endpoint struct {
 	// The EndpointSlice conditions with the API's defaults applied: a nil Ready is ready, a
 	// nil Serving is as Ready, a nil Terminating is not terminating.
 	Ready, Serving, Terminating bool
+	// Zones and Nodes are the endpoint's topology hints (hints.forZones, hints.forNodes):
+	// the zones and nodes whose clients the EndpointSlice controller meant it for; nil
+	// without hints (hints.go).
+	Zones, Nodes []string
 }
 
 // AddrPort is the endpoint's address and port, a load balancer backend.
@@ -52,6 +56,7 @@ func Endpoints(slices []*discoveryv1.EndpointSlice, port Port) []Endpoint {
 			if e.NodeName != nil {
 				ep.Node = *e.NodeName
 			}
+			ep.Zones, ep.Nodes = hints(e.Hints)
 			out = append(out, ep)
 		}
 	}
@@ -119,17 +124,7 @@ func LocalUsable(eps []Endpoint, svc *corev1.Service, node string) []Endpoint {
 // traffic, but reports none, so that an external load balancer drains it (as kube-proxy's
 // health check does).
 func LocalReady(eps []Endpoint, svc *corev1.Service, node string) []Endpoint {
-	local := onNode(eps, node)
-	if svc.Spec.PublishNotReadyAddresses {
-		return local
-	}
-	var ready []Endpoint
-	for _, e := range local {
-		if e.Ready && !e.Terminating {
-			ready = append(ready, e)
-		}
-	}
-	return ready
+	return candidates(onNode(eps, node), svc)
 }
 
 func onNode(eps []Endpoint, node string) []Endpoint {

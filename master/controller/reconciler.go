@@ -93,6 +93,7 @@ type shared struct {
 	pods       corelisters.PodLister
 	podsByNode cache.Indexer // the pod informer's store, indexed by podsByNode
 	services   corelisters.ServiceLister
+	slices     cache.Indexer // the EndpointSlice informer's store (service.go's indexes)
 }
 
 // nbView is what the controllers read of the NB: nb.CacheView of nb.
@@ -145,6 +146,19 @@ func (w *watcher) onNodeIPsChanged(changed func()) error {
 		DeleteFunc: func(obj any) {
 			if n, ok := unwrapTombstone(obj).(*corev1.Node); ok {
 				check(n, nil)
+			}
+		},
+	})
+}
+
+// onNodeZoneChanged registers changed to run when a node's topology.kubernetes.io/zone label
+// changes (a node that comes or goes has its switch's rows created or deleted, which
+// enqueues the Services with per-node load balancers anyway).
+func (w *watcher) onNodeZoneChanged(changed func()) error {
+	return w.handle(w.factory.Core().V1().Nodes().Informer(), cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(old, cur any) {
+			if old.(*corev1.Node).Labels[corev1.LabelTopologyZone] != cur.(*corev1.Node).Labels[corev1.LabelTopologyZone] {
+				changed()
 			}
 		},
 	})

@@ -18,16 +18,19 @@ import (
 	"github.com/ovn-transparent/ovn-transparent/master/services"
 )
 
-// slicesByService indexes EndpointSlices by the "namespace/name" of their Service.
-const slicesByService = "service"
+// slicesByService indexes EndpointSlices by the "namespace/name" of their Service;
+// hintedByService indexes only those with topology hints, so that the Services whose load
+// balancers follow the nodes' zones are found without reading every slice.
+const (
+	slicesByService = "service"
+	hintedByService = "hinted-service"
+)
 
 // serviceReconciler converges Service keys: the load balancers of one Service, from the
-// Service, its EndpointSlices and, for externalTrafficPolicy Local, the nodes. Node syncs
-// enqueue the Services with per-node load balancers when a node's rows change.
-type serviceReconciler struct {
-	*shared
-	slices cache.Indexer // EndpointSlices, indexed by slicesByService
-}
+// Service, its EndpointSlices (shared.slices, indexed by slicesByService) and, for the
+// traffic policies Local or topology hints, the nodes. Node syncs enqueue the Services with
+// per-node load balancers when a node's rows change.
+type serviceReconciler struct{ *shared }
 
 func newServiceReconciler(s *shared, w *watcher) (*serviceReconciler, error) {
 	svcInf := w.factory.Core().V1().Services()
@@ -37,7 +40,7 @@ func newServiceReconciler(s *shared, w *watcher) (*serviceReconciler, error) {
 			return []string{k}, nil
 		}
 		return nil, nil
-	}}); err != nil {
+	}, hintedByService: hintedSliceService}); err != nil {
 		return nil, fmt.Errorf("controller: endpointslice index: %w", err)
 	}
 	err := w.handle(svcInf.Informer(), cache.ResourceEventHandlerFuncs{
@@ -90,7 +93,10 @@ func newServiceReconciler(s *shared, w *watcher) (*serviceReconciler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("controller: node handler for services: %w", err)
 	}
-	return &serviceReconciler{shared: s, slices: sliceInf.Informer().GetIndexer()}, nil
+	if err := w.onNodeZoneChanged(func() { w.add(s.hintedServices()...) }); err != nil {
+		return nil, fmt.Errorf("controller: node zone handler for services: %w", err)
+	}
+	return &serviceReconciler{s}, nil
 }
 
 // namespaceLimitChanged enqueues every Service of obj's namespace when a per-namespace limit
@@ -217,7 +223,7 @@ func (r *serviceReconciler) desired(_ context.Context, key string) (desire, erro
 		eps = append(eps, o.(*discoveryv1.EndpointSlice))
 	}
 	var nodes []services.Node
-	if services.HasLocalPolicy(svc) {
+	if services.NeedsNodes(svc, eps) {
 		if nodes, err = r.serviceNodes(); err != nil {
 			return desire{}, err
 		}
@@ -232,7 +238,7 @@ func (r *serviceReconciler) desired(_ context.Context, key string) (desire, erro
 	}
 	if n := services.VIPs(rows); r.cfg.MaxServiceVIPs > 0 && n > r.cfg.MaxServiceVIPs {
 		r.warn(svc, svcmodel.ReasonServiceTooLarge,
-			"its load balancers would carry %d VIPs (frontends times nodes with a traffic policy Local), over the limit of %d per Service; the Service is not implemented",
+			"its load balancers would carry %d VIPs (frontends times nodes with a traffic policy Local or topology hints), over the limit of %d per Service; the Service is not implemented",
 			n, r.cfg.MaxServiceVIPs)
 		return desire{}, nil
 	}
@@ -247,7 +253,7 @@ func (r *serviceReconciler) serviceNodes() ([]services.Node, error) {
 	}
 	out := make([]services.Node, 0, len(list))
 	for _, n := range list {
-		sn := services.Node{Name: n.Name}
+		sn := services.Node{Name: n.Name, Zone: n.Labels[corev1.LabelTopologyZone]}
 		_, sn.HasSwitch = r.ipam.NodeSubnet(n.Name)
 		if info, err := contract.ParseNodeChassis(n.Annotations[contract.NodeChassisKey]); err == nil {
 			if p, err := netip.ParsePrefix(info.NodeIP); err == nil && p.Addr().Is4() {
@@ -262,7 +268,7 @@ func (r *serviceReconciler) serviceNodes() ([]services.Node, error) {
 }
 
 // localServices returns the keys of the Services with per-node load balancers: a node's
-// gateway or switch came or went.
+// gateway or switch came or went. Those with topology hints have one per node switch too.
 func (s *shared) localServices() ([]nb.Key, error) {
 	list, err := s.services.List(labels.Everything())
 	if err != nil {
@@ -274,5 +280,25 @@ func (s *shared) localServices() ([]nb.Key, error) {
 			keys = append(keys, nb.Key{Kind: nb.Service, Name: svc.Namespace + "/" + svc.Name})
 		}
 	}
-	return keys, nil
+	return append(keys, s.hintedServices()...), nil
+}
+
+// hintedSliceService indexes an EndpointSlice with topology hints by its Service's key.
+func hintedSliceService(obj any) ([]string, error) {
+	if s, ok := obj.(*discoveryv1.EndpointSlice); ok && svcmodel.SlicesHinted([]*discoveryv1.EndpointSlice{s}) {
+		if k, ok := sliceService(obj); ok {
+			return []string{k}, nil
+		}
+	}
+	return nil, nil
+}
+
+// hintedServices returns the keys of the Services with a topology-hinted EndpointSlice: their
+// ClusterIPs may have a load balancer per node switch, with the endpoints of the node's zone.
+func (s *shared) hintedServices() []nb.Key {
+	var keys []nb.Key
+	for _, k := range s.slices.ListIndexFuncValues(hintedByService) {
+		keys = append(keys, nb.Key{Kind: nb.Service, Name: k})
+	}
+	return keys
 }

@@ -38,6 +38,9 @@ type Node struct {
 	IP netip.Addr
 	// HasSwitch: the node has a pod subnet, hence a node switch.
 	HasSwitch bool
+	// Zone is the node's topology.kubernetes.io/zone label, "" without one: its pods use
+	// the endpoints hinted for it (zones.go).
+	Zone string
 }
 
 // Problem is input the data plane cannot express; the caller reports it as an Event.
@@ -59,6 +62,12 @@ func Wanted(svc *corev1.Service) bool { return svcmodel.Implemented(svc) }
 // (addNodePortVIPs).
 func HasLocalPolicy(svc *corev1.Service) bool {
 	return svcmodel.ExternalLocal(svc) || svcmodel.InternalLocal(svc) || affinityNodePorts(svc)
+}
+
+// NeedsNodes reports whether svc's load balancers, with its EndpointSlices eps, depend on
+// the nodes: HasLocalPolicy, or topology hints on its endpoints (zones.go).
+func NeedsNodes(svc *corev1.Service, eps []*discoveryv1.EndpointSlice) bool {
+	return HasLocalPolicy(svc) || !svcmodel.InternalLocal(svc) && svcmodel.SlicesHinted(eps)
 }
 
 func affinityNodePorts(svc *corev1.Service) bool {
@@ -85,6 +94,7 @@ func Rows(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, nodes []Node, p
 	addNodePortVIPs(c, lbs, nodes)
 	maps.Copy(lbs, nodeRouterLBs(c, nodes))
 	maps.Copy(lbs, nodeSwitchLBs(c, nodes))
+	addZoneVIPs(c, lbs, nodes)
 	return lbs.rows(), problems
 }
 
@@ -106,6 +116,9 @@ type portConfig struct {
 	// their own); backends are the usable ones, as a VIP's value.
 	endpoints []svcmodel.Endpoint
 	backends  string
+	// hinted: topology hints apply to the port's ClusterIP VIPs, which then sit on each
+	// node switch instead of the cluster load balancer (zones.go).
+	hinted bool
 }
 
 // buildConfig reads svc and its slices. The problems come in the order the Events have
@@ -129,7 +142,8 @@ func buildConfig(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, policy s
 	}
 	for _, port := range ports {
 		all := svcmodel.Endpoints(eps, port)
-		c.ports = append(c.ports, portConfig{port: port, endpoints: all, backends: join(svcmodel.Usable(all, svc))})
+		c.ports = append(c.ports, portConfig{port: port, endpoints: all, backends: join(svcmodel.Usable(all, svc)),
+			hinted: !c.itpLocal && svcmodel.Hinted(all, svc)})
 	}
 	return c, problems
 }

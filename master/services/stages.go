@@ -11,9 +11,9 @@ import (
 )
 
 // clusterLBs are the Service's cluster load balancers, one per protocol, in the cluster
-// load balancer group: the ClusterIP VIPs (unless internalTrafficPolicy is Local) and the
-// external and ingress IP VIPs (unless externalTrafficPolicy is Local), with every usable
-// endpoint. Each port's protocol gets its load balancer even without a VIP, so that the
+// load balancer group: the ClusterIP VIPs (unless internalTrafficPolicy is Local, or topology
+// hints apply to the port: addZoneVIPs) and the external and ingress IP VIPs (unless
+// externalTrafficPolicy is Local), with every usable endpoint. Each port's protocol gets its load balancer even without a VIP, so that the
 // NodePort stage finds it; rows drops the empty ones.
 func clusterLBs(c config) lbSet {
 	lbs := lbSet{}
@@ -25,7 +25,7 @@ func clusterLBs(c config) lbSet {
 		opts["event"] = "false"
 		l := lbs.get(clusterLBID(c, p), fmt.Sprintf("Service_%s_%s_cluster", c.key, p.port.Proto), p.port.Proto, opts,
 			nb.NewID(nb.Cluster, nb.ClusterName, nb.ClusterLBGroup))
-		if !c.itpLocal {
+		if !c.itpLocal && !p.hinted {
 			for _, ip := range c.clusterIPs {
 				l.vips[vip(ip, p.port.Port)] = p.backends
 			}
@@ -140,9 +140,7 @@ func nodeSwitchLBs(c config, nodes []Node) lbSet {
 			if !c.itpLocal && !nodePort {
 				continue
 			}
-			id := nb.NewID(nb.Service, c.key, nb.ServiceNodeSwitchLB).WithScope(p.port.Proto.NB() + "/" + n.Name)
-			l := lbs.get(id, fmt.Sprintf("Service_%s_%s_node_switch_%s", c.key, p.port.Proto, n.Name), p.port.Proto, maps.Clone(c.options),
-				nb.NewID(nb.Node, n.Name, nb.NodeSwitch))
+			l := nodeSwitchLB(c, lbs, p, n)
 			local := localBackends(c, p, n)
 			if c.itpLocal {
 				for _, ip := range c.clusterIPs {
@@ -155,6 +153,13 @@ func nodeSwitchLBs(c config, nodes []Node) lbSet {
 		}
 	}
 	return lbs
+}
+
+// nodeSwitchLB is the load balancer of c's protocol p on node n's switch, in lbs.
+func nodeSwitchLB(c config, lbs lbSet, p portConfig, n Node) *lb {
+	id := nb.NewID(nb.Service, c.key, nb.ServiceNodeSwitchLB).WithScope(p.port.Proto.NB() + "/" + n.Name)
+	return lbs.get(id, fmt.Sprintf("Service_%s_%s_node_switch_%s", c.key, p.port.Proto, n.Name), p.port.Proto, maps.Clone(c.options),
+		nb.NewID(nb.Node, n.Name, nb.NodeSwitch))
 }
 
 func localBackends(c config, p portConfig, n Node) string {

@@ -59,6 +59,10 @@ type Options struct {
 	// ovnt-remote-controllers ServiceAccount), the nodes labelled
 	// ovn-transparent.io/remote-chassis=true.
 	RemoteManager bool
+	// Zones labels real nodes (RealNodes) with topology.kubernetes.io/zone, by node name
+	// (kubelet --node-labels, at registration): the upstream Topology Hints and Traffic
+	// Distribution tests want nodes in several zones. Nodes not named have no zone.
+	Zones map[string]string
 }
 
 // DefaultAllowedExternalIPs are the ranges a test cluster's Services may claim as external

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
@@ -99,16 +100,20 @@ func (c *Cluster) startRealNode(ctx context.Context, n *Node) (err error) {
 	if err := os.WriteFile(filepath.Join(rn.dir, "kubelet.yaml"), []byte(rn.kubeletConfig(c, n)), 0o644); err != nil {
 		return err
 	}
+	args := []string{
+		"--config", filepath.Join(rn.dir, "kubelet.yaml"),
+		"--kubeconfig", n.Kubeconfig,
+		"--root-dir", filepath.Join(rn.dir, "kubelet"),
+		"--cert-dir", filepath.Join(rn.dir, "kubelet", "pki"),
+		"--hostname-override", n.Name,
+		"--node-ip", n.IP,
+		"--v", "1",
+	}
+	if zone := c.opts.Zones[n.Name]; zone != "" {
+		args = append(args, "--node-labels", corev1.LabelTopologyZone+"="+zone)
+	}
 	rn.kubelet, err = c.Run.Start(harness.ProcSpec{Name: "kubelet-" + n.Name, Netns: n.Netns, HostMounts: true, Mountns: rn.mountns,
-		Path: filepath.Join(c.kubeBinDir, "kubelet"), Args: []string{
-			"--config", filepath.Join(rn.dir, "kubelet.yaml"),
-			"--kubeconfig", n.Kubeconfig,
-			"--root-dir", filepath.Join(rn.dir, "kubelet"),
-			"--cert-dir", filepath.Join(rn.dir, "kubelet", "pki"),
-			"--hostname-override", n.Name,
-			"--node-ip", n.IP,
-			"--v", "1",
-		}, StopTimeout: 10 * time.Second})
+		Path: filepath.Join(c.kubeBinDir, "kubelet"), Args: args, StopTimeout: 10 * time.Second})
 	return err
 }
 

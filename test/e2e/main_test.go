@@ -30,6 +30,8 @@ func TestMain(m *testing.M) {
 		// `ovnt-node remote-controllers`.
 		Cluster: cluster.Options{Nodes: []string{"node1", "node2", "node3", remoteNode}, RealNodes: true,
 			RemoteNodes: map[string]bool{remoteNode: true}, RemoteManager: true,
+			// One zone per node (TestServiceTopologyHints); the remote node has none.
+			Zones: map[string]string{"node1": "zone-a", "node2": "zone-b", "node3": "zone-c"},
 			// The harness's OVN central host (TestOVNCentralTLS), and the external host standing
 			// in for another central member whose ports have listeners the test controls
 			// (TestControlPlaneFromPods).

@@ -28,8 +28,11 @@ func TestMain(m *testing.M) {
 		Name: "upstream e2e",
 		// Three schedulable nodes: several upstream tests place pods on two different
 		// nodes and need a third to stay out of their way (HostPort, session affinity).
+		// One zone each: the Topology Hints and Traffic Distribution tests skip themselves
+		// on a cluster with fewer than three zones (docs/upstream-e2e.md).
 		Cluster: cluster.Options{RealNodes: true, Nodes: []string{"node1", "node2", "node3"},
-			RemoteNodes: remoteNodes(os.Getenv("OVNT_UPSTREAM_REMOTE"))},
+			RemoteNodes: remoteNodes(os.Getenv("OVNT_UPSTREAM_REMOTE")),
+			Zones:       map[string]string{"node1": "zone-a", "node2": "zone-b", "node3": "zone-c"}},
 		Programs: []string{"containerd", "runc", "ctr", "nsenter", "busybox", "/usr/lib/cni/loopback"},
 		Timeout:  8 * time.Minute,
 		Started:  func(r *harness.Run, c *cluster.Cluster) { run, cl = r, c },
