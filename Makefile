@@ -107,13 +107,15 @@ conformance: deps build kube-binaries
 # test/upstream/not-applicable.txt says what is left out and why. Prints per-set counts and the
 # failing tests last; per test: $(OUT)/upstream/<set>/results.md, beside the JUnit report
 # junit.xml and ginkgo.log. See docs/upstream-e2e.md.
-# UPSTREAM_REMOTE=node2 runs that node as a remote chassis (docs/remote-chassis.md).
+# UPSTREAM_REMOTE=node2 runs that node as a remote chassis (docs/remote-chassis.md);
+# UPSTREAM_NODES=6 runs six nodes, two per zone, for the three tests that need them.
 UPSTREAM_SETS ?= conformance,netpol,network
 UPSTREAM_REMOTE ?=
+UPSTREAM_NODES ?= 3
 conformance-k8s: deps build kube-binaries e2e-binaries
 	@mkdir -p $(OUT)/upstream; rm -f $(OUT)/upstream/summary.txt
 	@OVNT_BIN_DIR=$(abspath $(BIN)) OVNT_UPSTREAM_SETS=$(UPSTREAM_SETS) OVNT_UPSTREAM_OUT=$(abspath $(OUT))/upstream \
-	  OVNT_UPSTREAM_REMOTE=$(UPSTREAM_REMOTE) \
+	  OVNT_UPSTREAM_REMOTE=$(UPSTREAM_REMOTE) OVNT_UPSTREAM_NODES=$(UPSTREAM_NODES) \
 	  $(GO) test -count=1 -timeout 300m -v -run TestUpstream ./test/upstream/suite/; rc=$$?; \
 	  cat $(OUT)/upstream/summary.txt 2>/dev/null; exit $$rc
 

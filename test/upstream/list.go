@@ -6,6 +6,7 @@ import (
 	_ "embed"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -22,6 +23,9 @@ type Exclusion struct {
 	Match *regexp.Regexp
 	Why   string
 	Line  int
+	// BelowNodes, when set, limits the entry to clusters of fewer nodes: the tests need
+	// that many and cannot apply to a smaller cluster, but run on one that big.
+	BelowNodes int
 }
 
 // Matches reports whether the upstream spec name is excluded by e.
@@ -42,7 +46,8 @@ func (e Exclusion) String() string {
 
 // ParseList reads the list format: entries separated by blank lines, each a "test: NAME" or
 // "match: REGEXP" line followed by a "why: REASON" line (a reason may continue on further
-// lines); lines starting with # are comments. An entry without a reason is an error: the
+// lines) and optionally a "below-nodes: N" line (the entry holds only for clusters of
+// fewer than N nodes); lines starting with # are comments. An entry without a reason is an error: the
 // list is where a skip is justified, never a place to hide a failure.
 func ParseList(data []byte) ([]Exclusion, error) {
 	var out []Exclusion
@@ -87,6 +92,15 @@ func ParseList(data []byte) ([]Exclusion, error) {
 				}
 				cur.Match = re
 			}
+		case strings.HasPrefix(line, "below-nodes:"):
+			if cur == nil {
+				return nil, fmt.Errorf("line %d: \"below-nodes:\" without a test or match line before it", n)
+			}
+			v, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "below-nodes:")))
+			if err != nil || v < 2 {
+				return nil, fmt.Errorf("line %d: below-nodes wants a node count of at least 2", n)
+			}
+			cur.BelowNodes = v
 		case strings.HasPrefix(line, "why:"):
 			if cur == nil {
 				return nil, fmt.Errorf("line %d: \"why:\" without a test or match line before it", n)
@@ -130,4 +144,16 @@ func Excluded(list []Exclusion, name string) *Exclusion {
 		}
 	}
 	return nil
+}
+
+// ForCluster is the part of the list that holds for a cluster of the given number of nodes:
+// every entry but those limited to smaller clusters (BelowNodes).
+func ForCluster(list []Exclusion, nodes int) []Exclusion {
+	var out []Exclusion
+	for _, e := range list {
+		if e.BelowNodes == 0 || nodes < e.BelowNodes {
+			out = append(out, e)
+		}
+	}
+	return out
 }

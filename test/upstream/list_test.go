@@ -32,11 +32,21 @@ why: first line
 
 match: \[Disruptive\]
 why: breaks nodes
+
+match: six nodes
+why: needs six
+below-nodes: 6
 `))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(list) != 2 || list[0].Why != "first line second line" || list[1].Match == nil {
+	if n := len(ForCluster(list, 3)); n != 3 {
+		t.Errorf("a 3-node cluster has %d entries, want 3", n)
+	}
+	if got := ForCluster(list, 6); len(got) != 2 || got[1].Line != 6 {
+		t.Errorf("a 6-node cluster keeps %+v, want the first two entries", got)
+	}
+	if len(list) != 3 || list[0].Why != "first line second line" || list[1].Match == nil {
 		t.Fatalf("parsed %+v", list)
 	}
 	name := "[sig-network] Services should do a (thing) [Conformance]"
@@ -53,7 +63,8 @@ why: breaks nodes
 	if !strings.Contains(re, `\(thing\)`) || !strings.Contains(re, `(?:\[Disruptive\])`) {
 		t.Errorf("skip expression %q does not quote the name and keep the pattern", re)
 	}
-	for _, bad := range []string{"test: x\n", "why: y\n", "test: x\nwhy:\n", "match: [\nwhy: y\n", "stray\n"} {
+	for _, bad := range []string{"test: x\n", "why: y\n", "test: x\nwhy:\n", "match: [\nwhy: y\n", "stray\n",
+		"below-nodes: 6\n", "test: x\nwhy: y\nbelow-nodes: six\n", "test: x\nwhy: y\nbelow-nodes: 1\n"} {
 		if _, err := ParseList([]byte(bad)); err == nil {
 			t.Errorf("%q parsed without an error", bad)
 		}

@@ -34,6 +34,7 @@ func TestUpstream(t *testing.T) {
 	if err != nil {
 		t.Fatalf("not-applicable.txt: %v", err)
 	}
+	list = upstream.ForCluster(list, len(cl.Nodes))
 	ctx := context.Background()
 	if dl, ok := t.Deadline(); ok {
 		var cancel context.CancelFunc
