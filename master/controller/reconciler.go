@@ -93,6 +93,7 @@ type shared struct {
 	pods       corelisters.PodLister
 	podsByNode cache.Indexer // the pod informer's store, indexed by podsByNode
 	services   corelisters.ServiceLister
+	slices     cache.Indexer // EndpointSlices, indexed by slicesByService
 }
 
 // nbView is what the controllers read of the NB: nb.CacheView of nb.

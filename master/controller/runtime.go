@@ -160,6 +160,7 @@ func New(cfg Config, kube kubernetes.Interface, nbc client.Client, recorder reco
 		pods:       c.factory.Core().V1().Pods().Lister(),
 		podsByNode: podInf.GetIndexer(),
 		services:   c.factory.Core().V1().Services().Lister(),
+		slices:     c.factory.Discovery().V1().EndpointSlices().Informer().GetIndexer(),
 	}
 	w := &watcher{factory: c.factory, queue: c.queue, log: log}
 	nodes, err := newNodeReconciler(c.shared, w)

@@ -26,7 +26,6 @@ const slicesByService = "service"
 // enqueue the Services with per-node load balancers when a node's rows change.
 type serviceReconciler struct {
 	*shared
-	slices cache.Indexer // EndpointSlices, indexed by slicesByService
 }
 
 func newServiceReconciler(s *shared, w *watcher) (*serviceReconciler, error) {
@@ -90,7 +89,7 @@ func newServiceReconciler(s *shared, w *watcher) (*serviceReconciler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("controller: node handler for services: %w", err)
 	}
-	return &serviceReconciler{shared: s, slices: sliceInf.Informer().GetIndexer()}, nil
+	return &serviceReconciler{shared: s}, nil
 }
 
 // namespaceLimitChanged enqueues every Service of obj's namespace when a per-namespace limit
@@ -208,16 +207,12 @@ func (r *serviceReconciler) desired(_ context.Context, key string) (desire, erro
 		}
 		return desire{}, err
 	}
-	objs, err := r.slices.ByIndex(slicesByService, key)
+	eps, err := r.serviceSlices(key)
 	if err != nil {
-		return desire{}, fmt.Errorf("list endpointslices of service %s: %w", key, err)
-	}
-	eps := make([]*discoveryv1.EndpointSlice, 0, len(objs))
-	for _, o := range objs {
-		eps = append(eps, o.(*discoveryv1.EndpointSlice))
+		return desire{}, err
 	}
 	var nodes []services.Node
-	if services.HasLocalPolicy(svc) {
+	if services.NeedsNodes(svc, eps, r.cfg.ClusterCIDR) {
 		if nodes, err = r.serviceNodes(); err != nil {
 			return desire{}, err
 		}
@@ -248,7 +243,10 @@ func (r *serviceReconciler) serviceNodes() ([]services.Node, error) {
 	out := make([]services.Node, 0, len(list))
 	for _, n := range list {
 		sn := services.Node{Name: n.Name}
-		_, sn.HasSwitch = r.ipam.NodeSubnet(n.Name)
+		var subnet netip.Prefix
+		if subnet, sn.HasSwitch = r.ipam.NodeSubnet(n.Name); sn.HasSwitch {
+			sn.MgmtIP = contract.ManagementIP(subnet)
+		}
 		if info, err := contract.ParseNodeChassis(n.Annotations[contract.NodeChassisKey]); err == nil {
 			if p, err := netip.ParsePrefix(info.NodeIP); err == nil && p.Addr().Is4() {
 				if _, ok := r.ipam.JoinIP(n.Name); ok {
@@ -261,8 +259,8 @@ func (r *serviceReconciler) serviceNodes() ([]services.Node, error) {
 	return out, nil
 }
 
-// localServices returns the keys of the Services with per-node load balancers: a node's
-// gateway or switch came or went.
+// localServices returns the keys of the Services whose load balancers depend on the nodes
+// (services.NeedsNodes): a node's gateway, switch or address came or went.
 func (s *shared) localServices() ([]nb.Key, error) {
 	list, err := s.services.List(labels.Everything())
 	if err != nil {
@@ -270,9 +268,31 @@ func (s *shared) localServices() ([]nb.Key, error) {
 	}
 	var keys []nb.Key
 	for _, svc := range list {
-		if services.HasLocalPolicy(svc) {
-			keys = append(keys, nb.Key{Kind: nb.Service, Name: svc.Namespace + "/" + svc.Name})
+		key := svc.Namespace + "/" + svc.Name
+		local := services.HasLocalPolicy(svc)
+		if !local {
+			eps, err := s.serviceSlices(key)
+			if err != nil {
+				return nil, err
+			}
+			local = services.OutsidePodNetwork(eps, s.cfg.ClusterCIDR)
+		}
+		if local {
+			keys = append(keys, nb.Key{Kind: nb.Service, Name: key})
 		}
 	}
 	return keys, nil
+}
+
+// serviceSlices returns the EndpointSlices of Service key ("namespace/name").
+func (s *shared) serviceSlices(key string) ([]*discoveryv1.EndpointSlice, error) {
+	objs, err := s.slices.ByIndex(slicesByService, key)
+	if err != nil {
+		return nil, fmt.Errorf("list endpointslices of service %s: %w", key, err)
+	}
+	eps := make([]*discoveryv1.EndpointSlice, 0, len(objs))
+	for _, o := range objs {
+		eps = append(eps, o.(*discoveryv1.EndpointSlice))
+	}
+	return eps, nil
 }
