@@ -129,14 +129,21 @@ func (c *nodeController) annotate(ctx context.Context, node *corev1.Node) error 
 // setupManagementPort gives the management port the subnet's contract.ManagementIP and the
 // MAC derived from it (the master puts the same pair on the logical port
 // contract.ManagementPort), and routes the cluster and service ranges through
-// contract.RouterIP, the cluster router's port on the node's switch.
+// contract.RouterIP, the cluster router's port on the node's switch. The join subnet goes
+// the same way: a gateway router balancing a NodePort to its own node's host-network pod
+// sends it to the management address, force-SNATed to the router's join address, and the
+// host answers through the port so that the router undoes its NAT.
 func (c *nodeController) setupManagementPort(ctx context.Context, subnet netip.Prefix) error {
 	gw := contract.RouterIP(subnet)
 	ip := contract.ManagementIP(subnet)
 	mac := contract.MACFromIP(ip)
+	routes := append(append([]netip.Prefix{}, c.cfg.ClusterCIDRs...), c.cfg.ServiceCIDRs...)
+	if c.cfg.JoinSubnet.IsValid() {
+		routes = append(routes, c.cfg.JoinSubnet)
+	}
 	return c.host.SetupManagementPort(ctx, hostnet.ManagementPort{
 		IfName: contract.MgmtIfName(c.cfg.NodeName), MAC: mac, IP: netip.PrefixFrom(ip, subnet.Bits()),
-		Gateway: gw, Routes: append(append([]netip.Prefix{}, c.cfg.ClusterCIDRs...), c.cfg.ServiceCIDRs...),
+		Gateway: gw, Routes: routes,
 		MTU: c.cfg.MTU,
 		AddPort: func(ctx context.Context) error {
 			_, err := c.sw.EnsurePort(ctx, IntegrationBridge, mgmtPort(c.cfg, mac))
