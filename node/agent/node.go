@@ -21,6 +21,7 @@ import (
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/internal/reconcile"
 	"github.com/ovn-transparent/ovn-transparent/node/hostnet"
+	"github.com/ovn-transparent/ovn-transparent/node/localnat"
 	"github.com/ovn-transparent/ovn-transparent/node/ovs"
 )
 
@@ -42,6 +43,10 @@ type nodeController struct {
 	lister   listers.NodeLister
 	loop     *reconcile.Loop[string]
 	done     netip.Prefix // last subnet the management port was set up for (sync goroutine only)
+	// redirect turns the management address back into the node IP for connections OVN
+	// sends the host (localnat.Redirect); nil where the system has none or
+	// cfg.LocalNodePorts is off.
+	redirect localnat.Redirect
 }
 
 func newNodeController(cfg Config, client kubernetes.Interface, sw *ovs.Switch, host hostnet.Host,
@@ -55,6 +60,13 @@ func newNodeController(cfg Config, client kubernetes.Interface, sw *ovs.Switch, 
 	c := &nodeController{
 		cfg: cfg, client: client, sw: sw, host: host, chassis: ch, log: log,
 		informer: inf.Informer(), lister: inf.Lister(),
+	}
+	if cfg.LocalNodePorts {
+		rd, err := localnat.NewRedirect("")
+		if err != nil {
+			log.Info("the host-network endpoints of this node answer Services only on addresses other than the node IP", "reason", err)
+		}
+		c.redirect = rd
 	}
 	c.loop = reconcile.New("node", c.sync, log, reconcile.Options{})
 	enqueue := func(any) { c.loop.Add(cfg.NodeName) }
@@ -95,6 +107,11 @@ func (c *nodeController) sync(ctx context.Context, name string) error {
 	}
 	if err := c.setupManagementPort(ctx, subnet); err != nil {
 		return fmt.Errorf("management port: %w", err)
+	}
+	if nodeIP, err := netip.ParsePrefix(c.chassis.NodeIP); c.redirect != nil && err == nil {
+		if err := c.redirect.Sync(ctx, contract.MgmtIfName(c.cfg.NodeName), contract.ManagementIP(subnet), nodeIP.Addr()); err != nil {
+			return fmt.Errorf("management address redirect: %w", err)
+		}
 	}
 	if c.done != subnet {
 		c.log.Info("management port set up", "port", contract.MgmtIfName(c.cfg.NodeName), "subnet", subnet)
