@@ -45,7 +45,7 @@ func flags() []cli.Flag {
 		cliapp.String("gateway-bridge", "br-phy", "the bridge that holds the uplink and takes over the node's address"),
 		cliapp.String("ovs-rundir", "", "ovs-vswitchd's run directory, where the gateway bridge's OpenFlow socket <bridge>.mgmt is; empty: the directory of a unix: --ovs-address, else "+contract.OVSRunDir),
 		cliapp.Duration("gateway-resync", gateway.DefaultResync, "how often the gateway bridge's flows are read back and restored"),
-		cliapp.Bool("local-nodeports", true, "rewrite the host's own connections to its NodePorts to the Service's ClusterIP (Linux: nf_tables table ip ovnt-local-nodeport; not implemented on Windows)"),
+		cliapp.Bool("local-nodeports", true, "rewrite the host's own connections to its NodePorts to the Service's ClusterIP (Linux: nf_tables table ip ovnt-local-nodeport), and deliver the connections OVN sends to the management address as to the node IP (table ip ovnt-mgmt-redirect: host-network endpoints); not implemented on Windows"),
 		cliapp.String(contract.FlagClusterCIDR, "10.244.0.0/16", "pod address ranges, comma separated, routed from the node through the management port (what ovnt-master is given)"),
 		cliapp.String(contract.FlagServiceCIDR, "10.96.0.0/16", "service address ranges, comma separated, routed from the node through the management port"),
 		cliapp.String(contract.FlagJoinSubnet, contract.DefaultJoinSubnet, "the master's join subnet: no Service may claim an external IP in it (what ovnt-master is given)"),

@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/master/nb"
 	"github.com/ovn-transparent/ovn-transparent/master/netpol"
 	"github.com/ovn-transparent/ovn-transparent/master/topology"
@@ -57,7 +58,9 @@ func (r clusterReconciler) desired(ctx context.Context, key string) (desire, err
 	// The ACL log meter is the cluster's too: every namespace's logged ACLs name it.
 	rows = append(rows, netpol.MeterRows()...)
 	// And the rules every node switch has, whatever the policies.
-	cp, err := netpol.ClusterRows(r.cfg.ControlPlane, mgmtPorts)
+	cpCfg := r.cfg.ControlPlane
+	cpCfg.MgmtAddr, cpCfg.MgmtMask = contract.ManagementAddresses(r.cfg.ClusterCIDR, r.cfg.NodeSubnetBits)
+	cp, err := netpol.ClusterRows(cpCfg, mgmtPorts)
 	if err != nil {
 		return desire{}, err
 	}

@@ -56,6 +56,21 @@ func TestControlPlaneDeniedToPods(t *testing.T) {
 	}
 	expect("central, another port", central, 443, true)
 	expect("another address, an OVN port", other, 6641, true)
+	// The node's management address, where a Service's load balancer sends the node's own
+	// host-network endpoints and which the node delivers to its node IP: a central on the
+	// node would be reached through it.
+	mgmt := contract.ManagementIP(e.nodeSubnet("node1"))
+	for _, c := range []struct {
+		port int
+		want bool
+	}{{6641, false}, {443, true}} {
+		flow := fmt.Sprintf(`inport == %q && eth.src == %s && eth.dst == %s && ip4.src == %s && ip4.dst == %s && ip.ttl == 64 && tcp && tcp.src == 40000 && tcp.dst == %d`,
+			contract.PodPort(pod.ns, pod.name), pod.mac, contract.MACFromIP(mgmt), pod.ip, mgmt, c.port)
+		e.eventually(fmt.Sprintf("management address :%d reached=%v", c.port, c.want), func() (bool, string) {
+			out := e.traceCT("new", nil, "node1", flow)
+			return strings.Contains(out, `output("k8s-node1")`) == c.want, out
+		})
+	}
 
 	// A NetworkPolicy that allows it wins.
 	tcp := intstr.FromInt32(6642)

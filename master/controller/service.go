@@ -28,8 +28,8 @@ const (
 
 // serviceReconciler converges Service keys: the load balancers of one Service, from the
 // Service, its EndpointSlices (shared.slices, indexed by slicesByService) and, for the
-// traffic policies Local or topology hints, the nodes. Node syncs enqueue the Services with
-// per-node load balancers when a node's rows change.
+// traffic policies Local, topology hints or host-network endpoints, the nodes. Node syncs
+// enqueue the Services with per-node load balancers when a node's rows change.
 type serviceReconciler struct{ *shared }
 
 func newServiceReconciler(s *shared, w *watcher) (*serviceReconciler, error) {
@@ -214,16 +214,12 @@ func (r *serviceReconciler) desired(_ context.Context, key string) (desire, erro
 		}
 		return desire{}, err
 	}
-	objs, err := r.slices.ByIndex(slicesByService, key)
+	eps, err := r.serviceSlices(key)
 	if err != nil {
-		return desire{}, fmt.Errorf("list endpointslices of service %s: %w", key, err)
-	}
-	eps := make([]*discoveryv1.EndpointSlice, 0, len(objs))
-	for _, o := range objs {
-		eps = append(eps, o.(*discoveryv1.EndpointSlice))
+		return desire{}, err
 	}
 	var nodes []services.Node
-	if services.NeedsNodes(svc, eps) {
+	if services.NeedsNodes(svc, eps, r.cfg.ClusterCIDR) {
 		if nodes, err = r.serviceNodes(); err != nil {
 			return desire{}, err
 		}
@@ -238,7 +234,7 @@ func (r *serviceReconciler) desired(_ context.Context, key string) (desire, erro
 	}
 	if n := services.VIPs(rows); r.cfg.MaxServiceVIPs > 0 && n > r.cfg.MaxServiceVIPs {
 		r.warn(svc, svcmodel.ReasonServiceTooLarge,
-			"its load balancers would carry %d VIPs (frontends times nodes with a traffic policy Local or topology hints), over the limit of %d per Service; the Service is not implemented",
+			"its load balancers would carry %d VIPs (frontends times nodes with a traffic policy Local topology hints or host-network endpoints), over the limit of %d per Service; the Service is not implemented",
 			n, r.cfg.MaxServiceVIPs)
 		return desire{}, nil
 	}
@@ -254,7 +250,10 @@ func (r *serviceReconciler) serviceNodes() ([]services.Node, error) {
 	out := make([]services.Node, 0, len(list))
 	for _, n := range list {
 		sn := services.Node{Name: n.Name, Zone: n.Labels[corev1.LabelTopologyZone]}
-		_, sn.HasSwitch = r.ipam.NodeSubnet(n.Name)
+		var subnet netip.Prefix
+		if subnet, sn.HasSwitch = r.ipam.NodeSubnet(n.Name); sn.HasSwitch {
+			sn.MgmtIP = contract.ManagementIP(subnet)
+		}
 		if info, err := contract.ParseNodeChassis(n.Annotations[contract.NodeChassisKey]); err == nil {
 			if p, err := netip.ParsePrefix(info.NodeIP); err == nil && p.Addr().Is4() {
 				if _, ok := r.ipam.JoinIP(n.Name); ok {
@@ -267,8 +266,9 @@ func (r *serviceReconciler) serviceNodes() ([]services.Node, error) {
 	return out, nil
 }
 
-// localServices returns the keys of the Services with per-node load balancers: a node's
-// gateway or switch came or went. Those with topology hints have one per node switch too.
+// localServices returns the keys of the Services whose load balancers depend on the nodes
+// (services.NeedsNodes): a node's gateway, switch or address came or went. Those with
+// topology hints have one per node switch too.
 func (s *shared) localServices() ([]nb.Key, error) {
 	list, err := s.services.List(labels.Everything())
 	if err != nil {
@@ -276,8 +276,17 @@ func (s *shared) localServices() ([]nb.Key, error) {
 	}
 	var keys []nb.Key
 	for _, svc := range list {
-		if services.HasLocalPolicy(svc) {
-			keys = append(keys, nb.Key{Kind: nb.Service, Name: svc.Namespace + "/" + svc.Name})
+		key := svc.Namespace + "/" + svc.Name
+		local := services.HasLocalPolicy(svc)
+		if !local {
+			eps, err := s.serviceSlices(key)
+			if err != nil {
+				return nil, err
+			}
+			local = services.OutsidePodNetwork(eps, s.cfg.ClusterCIDR)
+		}
+		if local {
+			keys = append(keys, nb.Key{Kind: nb.Service, Name: key})
 		}
 	}
 	return append(keys, s.hintedServices()...), nil
@@ -301,4 +310,17 @@ func (s *shared) hintedServices() []nb.Key {
 		keys = append(keys, nb.Key{Kind: nb.Service, Name: k})
 	}
 	return keys
+}
+
+// serviceSlices returns the EndpointSlices of Service key ("namespace/name").
+func (s *shared) serviceSlices(key string) ([]*discoveryv1.EndpointSlice, error) {
+	objs, err := s.slices.ByIndex(slicesByService, key)
+	if err != nil {
+		return nil, fmt.Errorf("list endpointslices of service %s: %w", key, err)
+	}
+	eps := make([]*discoveryv1.EndpointSlice, 0, len(objs))
+	for _, o := range objs {
+		eps = append(eps, o.(*discoveryv1.EndpointSlice))
+	}
+	return eps, nil
 }

@@ -275,6 +275,60 @@ func TestServices(t *testing.T) {
 		e.wantLBs("Service_default/kubernetes_TCP_cluster")
 	})
 
+	t.Run("host-network endpoints: a node reaches its own through the ClusterIP", func(t *testing.T) {
+		e := parent.in(t)
+		// Endpoints at node1's and node2's addresses (host-network pods). node1's host
+		// reaches the ClusterIP from its management port; balanced to its own address, the
+		// packet must come back to it as a hairpin from the VIP, not from its own address
+		// (upstream "Services should respect internalTrafficPolicy=Local Pod and Node, to
+		// Pod (hostNetwork: true)" and "Networking Granular Checks: Services should function
+		// for service endpoints using hostNetwork").
+		hn := e.createService("hostnet", corev1.ServiceTypeNodePort, []corev1.ServicePort{
+			{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(10180)}})
+		e.createSlice("hostnet", "hostnet-1", []slicePort{{"http", corev1.ProtocolTCP, 10180}},
+			sliceEP{netip.MustParseAddr("172.18.0.1"), "node1", true}, sliceEP{netip.MustParseAddr("172.18.0.2"), "node2", true})
+		mgmt1 := contract.ManagementIP(e.nodeSubnet("node1"))
+		e.eventually("hostnet's switch load balancers", func() (bool, string) {
+			out := e.lbGet("Service_default/hostnet_TCP_node_switch_node1")
+			return strings.Contains(out, fmt.Sprintf(`"%s:80"="%s"`, hn.Spec.ClusterIP, sortedJoin(mgmt1.String()+":10180", "172.18.0.2:10180"))), out
+		})
+		if out := e.lbGet("Service_default/hostnet_TCP_node_switch_node2"); !strings.Contains(out, "172.18.0.1:10180") {
+			t.Errorf("node2's switch must keep node1's address:\n%s", out)
+		}
+		if out := e.lbGet("Service_default/hostnet_TCP_cluster"); strings.Contains(out, hn.Spec.ClusterIP) {
+			t.Errorf("the cluster LB keeps the ClusterIP, which the switch LBs carry:\n%s", out)
+		}
+		hostFlow := fmt.Sprintf(`inport == "k8s-node1" && eth.src == %s && eth.dst == %s && ip4.src == %s && ip4.dst == %s && ip.ttl == 64 && tcp && tcp.src == 33333 && tcp.dst == 80`,
+			contract.MACFromIP(mgmt1), gwMAC, mgmt1, hn.Spec.ClusterIP)
+		// ovn-trace --minimal leaves the hairpin SNAT out; the full trace names it.
+		e.nbctl("--wait=sb", "sync")
+		full, err := exec.CommandContext(e.ctx, "ovn-trace", "--db="+e.central.SBRemote, "--ct=new", "--ct=new", "--ct=new",
+			"--lb-dst="+mgmt1.String()+":10180", "node1", hostFlow).CombinedOutput()
+		if err != nil || !strings.Contains(string(full), "ct_snat_to_vip") || !strings.Contains(string(full), "nat(src="+hn.Spec.ClusterIP+")") ||
+			!strings.Contains(string(full), `output to "k8s-node1"`) {
+			t.Errorf("node1's host -> ClusterIP -> its own host-network endpoint: must come back to it from the VIP: %v\n%s", err, full)
+		}
+		// From the external network to node1's NodePort (the bridge rewrote the address to
+		// 169.254.100.1): node1's gateway router owns node1's address and cannot forward to
+		// it; it balances to node1's management address instead, force-SNATed.
+		e.eventually("hostnet's router load balancers", func() (bool, string) {
+			out := e.lbGet("Service_default/hostnet_TCP_node_router_node1")
+			return strings.Contains(out, mgmt1.String()+":10180"), out
+		})
+		hnp := hn.Spec.Ports[0].NodePort
+		grFlow := fmt.Sprintf(`inport == "rtoe-GR_node1" && eth.src == 0a:00:00:00:00:99 && eth.dst == %s && ip4.src == 172.18.0.100 && ip4.dst == %s && ip.ttl == 64 && tcp && tcp.src == 33333 && tcp.dst == %d`,
+			chassisOf(1).GatewayMAC, contract.NodePortGatewayIP, hnp)
+		full, err = exec.CommandContext(e.ctx, "ovn-trace", "--db="+e.central.SBRemote, "--ct=new", "--ct=new", "--ct=new", "--ct=new",
+			"--lb-dst="+mgmt1.String()+":10180", "GR_node1", grFlow).CombinedOutput()
+		if err != nil || !strings.Contains(string(full), "ct_lb_mark(backends="+sortedJoin(mgmt1.String()+":10180", "172.18.0.2:10180")+"; force_snat)") ||
+			!strings.Contains(string(full), `outport = "rtoj-GR_node1"`) {
+			t.Errorf("external -> node1's NodePort -> node1's host-network endpoint: must go to its management address, force-SNATed: %v\n%s", err, full)
+		}
+		if err := e.kube.CoreV1().Services("default").Delete(ctx, "hostnet", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("bad input: an IPv6 external IP", func(t *testing.T) {
 		e := parent.in(t)
 		// Bad input: an IPv6 external IP gets an Event; the IPv4 parts keep working.

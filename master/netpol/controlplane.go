@@ -28,6 +28,13 @@ var DefaultControlPlanePorts = []uint16{6641, 6642, 6643, 6644}
 type ControlPlane struct {
 	Addresses []netip.Prefix // IPv4 addresses or ranges; none: no rule
 	Ports     []uint16       // TCP ports; none: DefaultControlPlanePorts
+	// MgmtAddr and MgmtMask, when valid, are every node's management port address as one
+	// address and mask (contract.ManagementAddresses), which the drop covers too: a
+	// Service's load balancer on a node switch writes the node's own host-network endpoints
+	// as the management address, and the node delivers that to the node IP
+	// (master/services README, "Host-network endpoints"), so a control plane on a node
+	// would otherwise be reached from that node's pods through a Service.
+	MgmtAddr, MgmtMask netip.Addr
 }
 
 // ClusterRows returns the port group of every node switch (anchored on the management ports
@@ -60,7 +67,11 @@ func ClusterRows(cp ControlPlane, mgmtPorts []string) ([]nb.Row, error) {
 	pg := nb.NewID(nb.Cluster, nb.ClusterName, nb.NodeSwitches)
 	members := slices.Sorted(slices.Values(mgmtPorts))
 	name := "cluster/control-plane-deny"
-	match := fmt.Sprintf("ip4.dst == {%s} && tcp.dst == {%s}", strings.Join(addrs, ", "), strings.Join(ps, ", "))
+	dst := fmt.Sprintf("ip4.dst == {%s}", strings.Join(addrs, ", "))
+	if cp.MgmtAddr.Is4() && cp.MgmtMask.Is4() {
+		dst = fmt.Sprintf("(%s || ip4.dst == %s/%s)", dst, cp.MgmtAddr, cp.MgmtMask)
+	}
+	match := fmt.Sprintf("%s && tcp.dst == {%s}", dst, strings.Join(ps, ", "))
 	return []nb.Row{
 		{ID: pg, Model: &nbdb.PortGroup{Name: NodeSwitchesGroup, Ports: members}},
 		{ID: nb.NewID(nb.Cluster, nb.ClusterName, nb.ControlPlaneDeny), Parent: pg, Model: &nbdb.ACL{

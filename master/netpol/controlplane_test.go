@@ -31,6 +31,10 @@ func TestClusterRows(t *testing.T) {
 	if rows, _ := ClusterRows(cp, nil); rows[1].Model.(*nbdb.ACL).Match != "ip4.dst == {192.0.2.20/32, 198.51.100.0/28} && tcp.dst == {7000}" {
 		t.Errorf("ports: %s", rows[1].Model.(*nbdb.ACL).Match)
 	}
+	cp.MgmtAddr, cp.MgmtMask = netip.MustParseAddr("10.244.0.2"), netip.MustParseAddr("255.255.0.255")
+	if rows, _ := ClusterRows(cp, nil); rows[1].Model.(*nbdb.ACL).Match != "(ip4.dst == {192.0.2.20/32, 198.51.100.0/28} || ip4.dst == 10.244.0.2/255.255.0.255) && tcp.dst == {7000}" {
+		t.Errorf("management addresses: %s", rows[1].Model.(*nbdb.ACL).Match)
+	}
 	if _, err := ClusterRows(ControlPlane{Addresses: []netip.Prefix{netip.MustParsePrefix("2001:db8::1/128")}}, nil); err == nil {
 		t.Error("an IPv6 address was accepted")
 	}

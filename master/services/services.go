@@ -41,6 +41,8 @@ type Node struct {
 	// Zone is the node's topology.kubernetes.io/zone label, "" without one: its pods use
 	// the endpoints hinted for it (zones.go).
 	Zone string
+	// MgmtIP is the node's management port address on its switch; valid when HasSwitch.
+	MgmtIP netip.Addr
 }
 
 // Problem is input the data plane cannot express; the caller reports it as an Event.
@@ -64,10 +66,31 @@ func HasLocalPolicy(svc *corev1.Service) bool {
 	return svcmodel.ExternalLocal(svc) || svcmodel.InternalLocal(svc) || affinityNodePorts(svc)
 }
 
-// NeedsNodes reports whether svc's load balancers, with its EndpointSlices eps, depend on
-// the nodes: HasLocalPolicy, or topology hints on its endpoints (zones.go).
-func NeedsNodes(svc *corev1.Service, eps []*discoveryv1.EndpointSlice) bool {
-	return HasLocalPolicy(svc) || !svcmodel.InternalLocal(svc) && svcmodel.SlicesHinted(eps)
+// NeedsNodes reports whether svc's load balancers, given its EndpointSlices eps, may depend
+// on the nodes: HasLocalPolicy; topology hints on its endpoints (zones.go); or an endpoint
+// outside the pod network podCIDR, which may be a node's own address (a host-network pod:
+// hasHostEndpoints). Checking eps against the pod network is cheap; which node addresses
+// they are is Rows' to find out.
+func NeedsNodes(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, podCIDR netip.Prefix) bool {
+	return HasLocalPolicy(svc) || !svcmodel.InternalLocal(svc) && svcmodel.SlicesHinted(eps) ||
+		OutsidePodNetwork(eps, podCIDR)
+}
+
+// OutsidePodNetwork reports whether an IPv4 endpoint of eps is outside podCIDR.
+func OutsidePodNetwork(eps []*discoveryv1.EndpointSlice, podCIDR netip.Prefix) bool {
+	for _, s := range eps {
+		if s.AddressType != discoveryv1.AddressTypeIPv4 {
+			continue
+		}
+		for _, e := range s.Endpoints {
+			for _, a := range e.Addresses {
+				if ip, err := netip.ParseAddr(a); err == nil && !podCIDR.Contains(ip) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 func affinityNodePorts(svc *corev1.Service) bool {
@@ -90,6 +113,7 @@ func Rows(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, nodes []Node, p
 		return nil, nil
 	}
 	c, problems := buildConfig(svc, eps, policy)
+	c.hostEndpoints = hasHostEndpoints(c, nodes)
 	lbs := clusterLBs(c)
 	addNodePortVIPs(c, lbs, nodes)
 	maps.Copy(lbs, nodeRouterLBs(c, nodes))
@@ -105,6 +129,10 @@ type config struct {
 	key                  string // <ns>/<name>
 	clusterIPs, external []netip.Addr
 	etpLocal, itpLocal   bool
+	// hostEndpoints: an endpoint is a node's own address (a host-network pod), which
+	// each node reaches its own way (hasHostEndpoints): the VIPs move to per-node load
+	// balancers.
+	hostEndpoints bool
 	// options every load balancer of the Service carries (session affinity).
 	options map[string]string
 	ports   []portConfig

@@ -48,8 +48,8 @@ func slice(name string, proto corev1.Protocol, port int32, eps ...ep) *discovery
 }
 
 var nodes = []Node{
-	{Name: "node1", IP: netip.MustParseAddr("172.18.0.1"), HasSwitch: true},
-	{Name: "node2", IP: netip.MustParseAddr("172.18.0.2"), HasSwitch: true},
+	{Name: "node1", IP: netip.MustParseAddr("172.18.0.1"), HasSwitch: true, MgmtIP: netip.MustParseAddr("10.244.1.2")},
+	{Name: "node2", IP: netip.MustParseAddr("172.18.0.2"), HasSwitch: true, MgmtIP: netip.MustParseAddr("10.244.2.2")},
 }
 
 // lbs returns the rows by "role scope" with their VIPs.

@@ -3,6 +3,7 @@ package services
 import (
 	"fmt"
 	"maps"
+	"net/netip"
 	"strconv"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
@@ -11,9 +12,11 @@ import (
 )
 
 // clusterLBs are the Service's cluster load balancers, one per protocol, in the cluster
-// load balancer group: the ClusterIP VIPs (unless internalTrafficPolicy is Local, or topology
-// hints apply to the port: addZoneVIPs) and the external and ingress IP VIPs (unless
-// externalTrafficPolicy is Local), with every usable endpoint. Each port's protocol gets its load balancer even without a VIP, so that the
+// load balancer group: the ClusterIP VIPs (unless internalTrafficPolicy is Local, topology
+// hints apply to the port (addZoneVIPs) or an endpoint is a node's own address: then each
+// node switch has its own, nodeSwitchLBs) and the external and ingress IP VIPs (unless
+// externalTrafficPolicy is Local or an endpoint is a node's own address: then each gateway
+// router has its own, nodeRouterLBs), with every usable endpoint. Each port's protocol gets its load balancer even without a VIP, so that the
 // NodePort stage finds it; rows drops the empty ones.
 func clusterLBs(c config) lbSet {
 	lbs := lbSet{}
@@ -25,12 +28,12 @@ func clusterLBs(c config) lbSet {
 		opts["event"] = "false"
 		l := lbs.get(clusterLBID(c, p), fmt.Sprintf("Service_%s_%s_cluster", c.key, p.port.Proto), p.port.Proto, opts,
 			nb.NewID(nb.Cluster, nb.ClusterName, nb.ClusterLBGroup))
-		if !c.itpLocal && !p.hinted {
+		if !c.itpLocal && !c.hostEndpoints && !p.hinted {
 			for _, ip := range c.clusterIPs {
 				l.vips[vip(ip, p.port.Port)] = p.backends
 			}
 		}
-		if !c.etpLocal {
+		if !c.etpLocal && !c.hostEndpoints {
 			for _, ip := range c.external {
 				l.vips[vip(ip, p.port.Port)] = p.backends
 			}
@@ -67,6 +70,10 @@ func addNodePortVIPs(c config, lbs lbSet, nodes []Node) {
 			continue
 		}
 		l := lbs[clusterLBID(c, p)]
+		if !c.hostEndpoints {
+			// Else each gateway router has its own (nodeRouterLBs).
+			l.vips[vip(contract.NodePortGatewayIP, p.port.NodePort)] = p.backends
+		}
 		if affinity {
 			for _, n := range nodes {
 				if n.IP.IsValid() {
@@ -78,18 +85,22 @@ func addNodePortVIPs(c config, lbs lbSet, nodes []Node) {
 			l.opts["template"] = "true"
 			l.opts["address-family"] = "ipv4"
 		}
-		l.vips[vip(contract.NodePortGatewayIP, p.port.NodePort)] = p.backends
 	}
 }
 
-// nodeRouterLBs are, for externalTrafficPolicy Local, one load balancer per protocol on
-// each node's gateway router (nodes without an IP have none yet) with the NodePort,
-// external and ingress IP VIPs and only that node's usable endpoints (LocalUsable, which the
-// node's healthCheckNodePort reports too). Without local endpoints the VIP has no backend
-// and no reject: the router drops, as kube-proxy does.
+// nodeRouterLBs are one load balancer per protocol on each node's gateway router (nodes
+// without an IP have none yet) with the NodePort, external and ingress IP VIPs:
+//   - for externalTrafficPolicy Local, with only that node's usable endpoints (LocalUsable,
+//     which the node's healthCheckNodePort reports too), and the node's own NodePort
+//     address for other nodes' pods. Without local endpoints the VIP has no backend and no
+//     reject: the router drops, as kube-proxy does.
+//   - for a Service with host-network endpoints (hostEndpoints), with every usable endpoint.
+//
+// On each router the node's own address as a backend is written as its management port
+// address (nodeBackends): the router owns the node's address and cannot forward to it.
 func nodeRouterLBs(c config, nodes []Node) lbSet {
 	lbs := lbSet{}
-	if !c.etpLocal {
+	if !c.etpLocal && !c.hostEndpoints {
 		return lbs
 	}
 	for _, n := range nodes {
@@ -97,38 +108,53 @@ func nodeRouterLBs(c config, nodes []Node) lbSet {
 			continue
 		}
 		for _, p := range c.ports {
+			if p.port.NodePort == 0 && len(c.external) == 0 {
+				continue
+			}
+			eps := svcmodel.Usable(p.endpoints, c.svc)
+			if c.etpLocal {
+				eps = svcmodel.LocalUsable(p.endpoints, c.svc, n.Name)
+			}
+			backends, host := nodeBackends(eps, n)
 			id := nb.NewID(nb.Service, c.key, nb.ServiceNodeRouterLB).WithScope(p.port.Proto.NB() + "/" + n.Name)
 			opts := maps.Clone(c.options)
-			// The client's address reaches the pod: with only this node's endpoints
-			// behind the VIP, replies come back through this GR without force SNAT.
-			opts["skip_snat"] = "true"
+			if c.etpLocal && !host {
+				// The client's address reaches the pod: with only this node's endpoints
+				// behind the VIP, replies come back through this GR without force SNAT.
+				// Not to the host: it would answer the client directly, past the GR that
+				// must undo the DNAT.
+				opts["skip_snat"] = "true"
+			}
 			l := lbs.get(id, fmt.Sprintf("Service_%s_%s_node_router_%s", c.key, p.port.Proto, n.Name), p.port.Proto, opts,
 				nb.NewID(nb.Node, n.Name, nb.GatewayRouter))
-			local := localBackends(c, p, n)
 			if p.port.NodePort != 0 {
-				// From outside, through the bridge's rewrite; from this node's pods,
-				// routed to their GR with the node IP unchanged.
-				l.vips[vip(contract.NodePortGatewayIP, p.port.NodePort)] = local
-				l.vips[vip(n.IP, p.port.NodePort)] = local
+				// From outside, through the bridge's rewrite; with ETP Local, from this
+				// node's pods, routed to their GR with the node IP unchanged.
+				l.vips[vip(contract.NodePortGatewayIP, p.port.NodePort)] = backends
+				if c.etpLocal {
+					l.vips[vip(n.IP, p.port.NodePort)] = backends
+				}
 			}
 			for _, ip := range c.external {
-				l.vips[vip(ip, p.port.Port)] = local
+				l.vips[vip(ip, p.port.Port)] = backends
 			}
 		}
 	}
 	return lbs
 }
 
-// nodeSwitchLBs are one load balancer per protocol on each node switch with only that node's
-// usable endpoints: for internalTrafficPolicy Local, the ClusterIP VIPs; for
-// externalTrafficPolicy Local, the NodePort VIP of the node's own IP (nodes without an IP
-// have none yet). A pod reaching its own node's IP is rerouted by the cluster router to the
-// management port (topology's NodeHostReroute), so it never reaches the gateway router's
-// VIP; the switch balances it before routing, to the same endpoints the gateway router
-// would use.
+// nodeSwitchLBs are one load balancer per protocol on each node switch: for
+// internalTrafficPolicy Local, the ClusterIP VIPs with only that node's usable endpoints;
+// for a Service with host-network endpoints (hostEndpoints), the ClusterIP VIPs with every
+// usable endpoint; for externalTrafficPolicy Local, the NodePort VIP of the node's own IP
+// with that node's endpoints (nodes without an IP have none yet). A pod reaching its own
+// node's IP is rerouted by the cluster router to the management port (topology's
+// NodeHostReroute), so it never reaches the gateway router's VIP; the switch balances it
+// before routing, to the same endpoints the gateway router would use. On each switch the
+// node's own address as a backend is written as its management port address (nodeBackends).
 func nodeSwitchLBs(c config, nodes []Node) lbSet {
 	lbs := lbSet{}
-	if !c.itpLocal && !c.etpLocal {
+	if !c.itpLocal && !c.etpLocal && !c.hostEndpoints {
 		return lbs
 	}
 	for _, n := range nodes {
@@ -137,14 +163,19 @@ func nodeSwitchLBs(c config, nodes []Node) lbSet {
 		}
 		for _, p := range c.ports {
 			nodePort := c.etpLocal && p.port.NodePort != 0 && n.IP.IsValid()
-			if !c.itpLocal && !nodePort {
+			clusterIP := c.itpLocal || c.hostEndpoints
+			if !clusterIP && !nodePort {
 				continue
 			}
 			l := nodeSwitchLB(c, lbs, p, n)
-			local := localBackends(c, p, n)
-			if c.itpLocal {
+			local, _ := nodeBackends(svcmodel.LocalUsable(p.endpoints, c.svc, n.Name), n)
+			if clusterIP {
+				backends := local
+				if !c.itpLocal {
+					backends, _ = nodeBackends(svcmodel.Usable(p.endpoints, c.svc), n)
+				}
 				for _, ip := range c.clusterIPs {
-					l.vips[vip(ip, p.port.Port)] = local
+					l.vips[vip(ip, p.port.Port)] = backends
 				}
 			}
 			if nodePort {
@@ -162,6 +193,53 @@ func nodeSwitchLB(c config, lbs lbSet, p portConfig, n Node) *lb {
 		nb.NewID(nb.Node, n.Name, nb.NodeSwitch))
 }
 
-func localBackends(c config, p portConfig, n Node) string {
-	return join(svcmodel.LocalUsable(p.endpoints, c.svc, n.Name))
+// hasHostEndpoints reports whether an endpoint of c (usable or not, so that the layout does
+// not flip with readiness) is the address of a node with a switch: a host-network pod.
+func hasHostEndpoints(c config, nodes []Node) bool {
+	hosts := map[netip.Addr]bool{}
+	for _, n := range nodes {
+		if n.HasSwitch && n.IP.IsValid() && n.MgmtIP.IsValid() {
+			hosts[n.IP] = true
+		}
+	}
+	if len(hosts) == 0 {
+		return false
+	}
+	for _, p := range c.ports {
+		for _, e := range p.endpoints {
+			if hosts[e.IP] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// nodeBackends are eps as node n's switch and gateway router must write them: n's own
+// address becomes its management port address, and host reports whether it was there.
+//
+// On the switch: the host reaches a ClusterIP through the management port, from that
+// address; balanced to the node's own address, the packet would be routed back out the same
+// port (NodeHostReroute) and reach the host from its own address, which Linux drops as a
+// martian, and the answer would never cross OVN to be un-DNATed. With the management
+// address as the backend, OVN sees a hairpin (source == backend) and SNATs the packet to the
+// VIP, so the host gets it from the VIP and answers through the port. Pods of the node reach
+// the host at that address too, on the same switch.
+//
+// On the gateway router: the router owns the node's address and cannot forward to it; the
+// management address is reached through the cluster router, force-SNATed to the router's
+// join address, which the host routes back through the management port.
+func nodeBackends(eps []svcmodel.Endpoint, n Node) (string, bool) {
+	if !n.IP.IsValid() || !n.MgmtIP.IsValid() {
+		return join(eps), false
+	}
+	host := false
+	out := make([]svcmodel.Endpoint, len(eps))
+	for i, e := range eps {
+		if e.IP == n.IP {
+			e.IP, host = n.MgmtIP, true
+		}
+		out[i] = e
+	}
+	return join(out), host
 }

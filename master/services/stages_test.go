@@ -23,6 +23,9 @@ var (
 	e2      = svcmodel.Endpoint{IP: netip.MustParseAddr("10.244.2.10"), Port: 8080, Node: "node2", Ready: true, Serving: true}
 	// e1 draining: serving and terminating, used on node1 only while node1 has nothing ready.
 	e1d = svcmodel.Endpoint{IP: netip.MustParseAddr("10.244.1.11"), Port: 8080, Node: "node1", Serving: true, Terminating: true}
+	// h1, h2: host-network pods on node1 and node2, at their node's address.
+	h1 = svcmodel.Endpoint{IP: netip.MustParseAddr("172.18.0.1"), Port: 10180, Node: "node1", Ready: true, Serving: true}
+	h2 = svcmodel.Endpoint{IP: netip.MustParseAddr("172.18.0.2"), Port: 10180, Node: "node2", Ready: true, Serving: true}
 )
 
 // port is a config port with its endpoints, backends as buildConfig computes them.
@@ -127,6 +130,11 @@ func TestClusterLBs(t *testing.T) {
 		{"ITP Local: ClusterIPs go to the switches, the (empty) LB stays for NodePorts", func(c *config) { c.itpLocal = true },
 			map[string]lb{"lb-cluster tcp": {name: "Service_ns/web_TCP_cluster", proto: svcmodel.TCP,
 				vips: map[string]string{}, opts: clusterOpts(), refs: []nb.ID{lbGroup}}}},
+		{"host-network endpoints: ClusterIPs go to the switches, external IPs to the routers", func(c *config) {
+			c.hostEndpoints, c.external = true, []netip.Addr{eip}
+		},
+			map[string]lb{"lb-cluster tcp": {name: "Service_ns/web_TCP_cluster", proto: svcmodel.TCP,
+				vips: map[string]string{}, opts: clusterOpts(), refs: []nb.ID{lbGroup}}}},
 	} {
 		if got := flat(clusterLBs(conf(tc.mod))); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s:\n got %+v\nwant %+v", tc.name, got, tc.want)
@@ -155,6 +163,10 @@ func TestAddNodePortVIPs(t *testing.T) {
 		}, map[string]lb{"lb-cluster tcp": {name: "Service_ns/web_TCP_cluster", proto: svcmodel.TCP,
 			vips: map[string]string{"10.96.0.10:80": b, "172.18.0.1:30080": b, "172.18.0.2:30080": b, "169.254.100.1:30080": b},
 			opts: clusterOpts("affinity_timeout", "10800"), refs: []nb.ID{lbGroup}}}},
+		{"host-network endpoints: the template only, the gateway address goes to the routers' own LBs", func(c *config) {
+			c.ports[0].port.NodePort, c.hostEndpoints = 30080, true
+		}, map[string]lb{"lb-cluster tcp": {name: "Service_ns/web_TCP_cluster", proto: svcmodel.TCP,
+			vips: map[string]string{"^NODEIP:30080": b}, opts: template, refs: []nb.ID{lbGroup}}}},
 		{"ETP Local: none", func(c *config) { c.ports[0].port.NodePort, c.etpLocal = 30080, true },
 			map[string]lb{"lb-cluster tcp": {name: "Service_ns/web_TCP_cluster", proto: svcmodel.TCP,
 				vips: map[string]string{"10.96.0.10:80": b}, opts: clusterOpts(), refs: []nb.ID{lbGroup}}}},
@@ -196,6 +208,35 @@ func TestNodeRouterLBs(t *testing.T) {
 				vips: map[string]string{"169.254.100.1:30080": "10.244.1.11:8080", "172.18.0.1:30080": "10.244.1.11:8080"}},
 			"lb-node-router tcp/node2": {name: "Service_ns/web_TCP_node_router_node2", proto: svcmodel.TCP, refs: gr("node2"),
 				opts: map[string]string{"skip_snat": "true", "affinity_timeout": "5"},
+				vips: map[string]string{"169.254.100.1:30080": "10.244.2.10:8080", "172.18.0.2:30080": "10.244.2.10:8080"}},
+		}},
+		// Upstream "Networking Granular Checks: Services should function for service
+		// endpoints using hostNetwork", pod to nodeIP:nodePort: a gateway router owns its
+		// node's address and cannot forward to it; its own host is its management address.
+		{"host-network endpoints: each router every endpoint, its own node's as its management address", func(c *config) {
+			c.hostEndpoints, c.external = true, []netip.Addr{eip}
+			c.ports[0] = port("http", svcmodel.TCP, 80, 30080, e1, h1, h2)
+		}, map[string]lb{
+			"lb-node-router tcp/node1": {name: "Service_ns/web_TCP_node_router_node1", proto: svcmodel.TCP, opts: map[string]string{}, refs: gr("node1"),
+				vips: map[string]string{"169.254.100.1:30080": "10.244.1.10:8080,10.244.1.2:10180,172.18.0.2:10180",
+					"192.0.2.10:80": "10.244.1.10:8080,10.244.1.2:10180,172.18.0.2:10180"}},
+			"lb-node-router tcp/node2": {name: "Service_ns/web_TCP_node_router_node2", proto: svcmodel.TCP, opts: map[string]string{}, refs: gr("node2"),
+				vips: map[string]string{"169.254.100.1:30080": "10.244.1.10:8080,10.244.2.2:10180,172.18.0.1:10180",
+					"192.0.2.10:80": "10.244.1.10:8080,10.244.2.2:10180,172.18.0.1:10180"}},
+		}},
+		{"host-network endpoints without a NodePort or external IP: none", func(c *config) {
+			c.hostEndpoints = true
+			c.ports[0] = port("http", svcmodel.TCP, 80, 0, h1, h2)
+		}, map[string]lb{}},
+		// The host would answer the client directly, past the router that must undo the
+		// DNAT: its node's router SNATs (the client's address is lost there).
+		{"ETP Local with a host-network endpoint: no skip_snat on its node", func(c *config) {
+			c.etpLocal, c.hostEndpoints = true, true
+			c.ports[0] = port("http", svcmodel.TCP, 80, 30080, h1, e2)
+		}, map[string]lb{
+			"lb-node-router tcp/node1": {name: "Service_ns/web_TCP_node_router_node1", proto: svcmodel.TCP, opts: map[string]string{}, refs: gr("node1"),
+				vips: map[string]string{"169.254.100.1:30080": "10.244.1.2:10180", "172.18.0.1:30080": "10.244.1.2:10180"}},
+			"lb-node-router tcp/node2": {name: "Service_ns/web_TCP_node_router_node2", proto: svcmodel.TCP, opts: skip, refs: gr("node2"),
 				vips: map[string]string{"169.254.100.1:30080": "10.244.2.10:8080", "172.18.0.2:30080": "10.244.2.10:8080"}},
 		}},
 		{"no local endpoints: the VIP without backends", func(c *config) {
@@ -247,6 +288,35 @@ func TestNodeSwitchLBs(t *testing.T) {
 				refs: ls("node2"), vips: map[string]string{"172.18.0.2:30080": "10.244.2.10:8080"}},
 		}},
 		{"ETP Local without a NodePort: none", func(c *config) { c.etpLocal = true }, map[string]lb{}},
+		// The host reaches a ClusterIP through its management port; balanced to its own
+		// address, the packet would come back to it from itself (upstream "Networking
+		// Granular Checks: Services should function for service endpoints using
+		// hostNetwork", node to ClusterIP). Its own address becomes its management
+		// address on its own switch only: a hairpin, which OVN SNATs to the VIP.
+		{"host-network endpoints: every switch every endpoint, its own node's as its management address", func(c *config) {
+			c.hostEndpoints = true
+			c.ports[0] = port("http", svcmodel.TCP, 80, 0, e1, h1, h2)
+		}, map[string]lb{
+			"lb-node-switch tcp/node1": {name: "Service_ns/web_TCP_node_switch_node1", proto: svcmodel.TCP, opts: map[string]string{},
+				refs: ls("node1"), vips: map[string]string{"10.96.0.10:80": "10.244.1.10:8080,10.244.1.2:10180,172.18.0.2:10180"}},
+			"lb-node-switch tcp/node2": {name: "Service_ns/web_TCP_node_switch_node2", proto: svcmodel.TCP, opts: map[string]string{},
+				refs: ls("node2"), vips: map[string]string{"10.96.0.10:80": "10.244.1.10:8080,10.244.2.2:10180,172.18.0.1:10180"}},
+			"lb-node-switch tcp/node4": {name: "Service_ns/web_TCP_node_switch_node4", proto: svcmodel.TCP, opts: map[string]string{},
+				refs: ls("node4"), vips: map[string]string{"10.96.0.10:80": "10.244.1.10:8080,172.18.0.1:10180,172.18.0.2:10180"}},
+		}},
+		// Upstream "should respect internalTrafficPolicy=Local Pod and Node, to Pod
+		// (hostNetwork: true)": node1's host reaches its own host-network endpoint.
+		{"ITP Local, a host-network endpoint: its node's switch writes it as the management address", func(c *config) {
+			c.itpLocal, c.hostEndpoints = true, true
+			c.ports[0] = port("http", svcmodel.TCP, 80, 0, h1)
+		}, map[string]lb{
+			"lb-node-switch tcp/node1": {name: "Service_ns/web_TCP_node_switch_node1", proto: svcmodel.TCP, opts: map[string]string{},
+				refs: ls("node1"), vips: map[string]string{"10.96.0.10:80": "10.244.1.2:10180"}},
+			"lb-node-switch tcp/node2": {name: "Service_ns/web_TCP_node_switch_node2", proto: svcmodel.TCP, opts: map[string]string{},
+				refs: ls("node2"), vips: map[string]string{"10.96.0.10:80": ""}},
+			"lb-node-switch tcp/node4": {name: "Service_ns/web_TCP_node_switch_node4", proto: svcmodel.TCP, opts: map[string]string{},
+				refs: ls("node4"), vips: map[string]string{"10.96.0.10:80": ""}},
+		}},
 		{"ITP and ETP Local: one load balancer per node switch", func(c *config) {
 			c.itpLocal, c.etpLocal = true, true
 			c.ports[0] = port("http", svcmodel.TCP, 80, 30080, e1, e2)
@@ -283,6 +353,32 @@ func TestHasLocalPolicyAffinityNodePort(t *testing.T) {
 	} {
 		if got := HasLocalPolicy(tc.svc); got != tc.want {
 			t.Errorf("affinity %s, nodePort %d: HasLocalPolicy %v, want %v", tc.svc.Spec.SessionAffinity, tc.svc.Spec.Ports[0].NodePort, got, tc.want)
+		}
+	}
+}
+
+// TestHasHostEndpoints: an endpoint at the address of a node with a switch, ready or not,
+// moves the Service's ClusterIPs to the node switches; a pod address, or an address no node
+// with a switch and a management address has, does not.
+func TestHasHostEndpoints(t *testing.T) {
+	h1NotReady := h1
+	h1NotReady.Ready, h1NotReady.Serving = false, false
+	noMgmt := []Node{{Name: "node1", IP: h1.IP, HasSwitch: true}}
+	for _, tc := range []struct {
+		name  string
+		eps   []svcmodel.Endpoint
+		nodes []Node
+		want  bool
+	}{
+		{"pods only", []svcmodel.Endpoint{e1, e2}, nodes, false},
+		{"a host-network endpoint", []svcmodel.Endpoint{e1, h2}, nodes, true},
+		{"not ready still counts", []svcmodel.Endpoint{h1NotReady}, nodes, true},
+		{"no node has that address", []svcmodel.Endpoint{h1}, nodes[1:], false},
+		{"the node has no management address yet", []svcmodel.Endpoint{h1}, noMgmt, false},
+	} {
+		c := conf(func(c *config) { c.ports[0] = port("http", svcmodel.TCP, 80, 0, tc.eps...) })
+		if got := hasHostEndpoints(c, tc.nodes); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

@@ -98,8 +98,12 @@ func TestTopologyHints(t *testing.T) {
 	all := "10.244.1.10:8080,10.244.2.10:8080"
 
 	s := svc(nil)
-	if !NeedsNodes(s, eps) || NeedsNodes(s, []*discoveryv1.EndpointSlice{slice("http", corev1.ProtocolTCP, 8080, ep{ip: "10.244.1.10"})}) {
+	podNet := netip.MustParsePrefix("10.244.0.0/16")
+	if !NeedsNodes(s, eps, podNet) || NeedsNodes(s, []*discoveryv1.EndpointSlice{slice("http", corev1.ProtocolTCP, 8080, ep{ip: "10.244.1.10"})}, podNet) {
 		t.Error("NeedsNodes: rows with hints depend on the nodes, without do not")
+	}
+	if !NeedsNodes(s, []*discoveryv1.EndpointSlice{slice("http", corev1.ProtocolTCP, 8080, ep{ip: "172.18.0.2"})}, podNet) {
+		t.Error("NeedsNodes: an endpoint outside the pod network (maybe a node's address) does not depend on the nodes")
 	}
 	got := lbs(t, mustRows(t, s, eps))
 	if keys(got) != "[lb-node-switch tcp/node1 lb-node-switch tcp/node2 lb-node-switch tcp/node3]" {
@@ -132,7 +136,7 @@ func TestTopologyHints(t *testing.T) {
 	if NeedsNodes(svc(func(s *corev1.Service) {
 		s.Spec.InternalTrafficPolicy = ptr.To(corev1.ServiceInternalTrafficPolicyCluster)
 	}),
-		[]*discoveryv1.EndpointSlice{slice("http", corev1.ProtocolTCP, 8080)}) {
+		[]*discoveryv1.EndpointSlice{slice("http", corev1.ProtocolTCP, 8080)}, podNet) {
 		t.Error("NeedsNodes: ITP Cluster without hints")
 	}
 
@@ -157,4 +161,29 @@ func mustRows(t *testing.T, s *corev1.Service, eps []*discoveryv1.EndpointSlice)
 		}
 	}
 	return rows
+}
+
+// TestTopologyHintsHostEndpoints: hints and host-network endpoints together. Each node
+// switch holds its zone's endpoints, its own node's address written as its management
+// address (the hairpin of nodeBackends), and the Service has no cluster ClusterIP VIP.
+func TestTopologyHintsHostEndpoints(t *testing.T) {
+	withMgmt := []Node{
+		{Name: "node1", IP: netip.MustParseAddr("172.18.0.1"), HasSwitch: true, Zone: "zone-a", MgmtIP: netip.MustParseAddr("10.244.1.2")},
+		{Name: "node2", IP: netip.MustParseAddr("172.18.0.2"), HasSwitch: true, Zone: "zone-b", MgmtIP: netip.MustParseAddr("10.244.2.2")},
+	}
+	eps := []*discoveryv1.EndpointSlice{hintedSlice([]string{"zone-a", "zone-b"},
+		ep{ip: "172.18.0.1", node: "node1"}, ep{ip: "172.18.0.2", node: "node2"})}
+	rows, problems := Rows(svc(nil), eps, withMgmt, allowAll)
+	if len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	got := lbs(t, rows)
+	if c, ok := got["lb-cluster tcp"]; ok && c.Vips["10.96.0.10:80"] != "" {
+		t.Errorf("the cluster LB kept the ClusterIP: %v", c.Vips)
+	}
+	for node, want := range map[string]string{"node1": "10.244.1.2:8080", "node2": "10.244.2.2:8080"} {
+		if v := got["lb-node-switch tcp/"+node]; v == nil || !maps.Equal(v.Vips, map[string]string{"10.96.0.10:80": want}) {
+			t.Errorf("%s's switch: %v, want the ClusterIP to its own host at its management address %s", node, v, want)
+		}
+	}
 }

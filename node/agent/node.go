@@ -21,6 +21,7 @@ import (
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/internal/reconcile"
 	"github.com/ovn-transparent/ovn-transparent/node/hostnet"
+	"github.com/ovn-transparent/ovn-transparent/node/localnat"
 	"github.com/ovn-transparent/ovn-transparent/node/ovs"
 )
 
@@ -42,6 +43,10 @@ type nodeController struct {
 	lister   listers.NodeLister
 	loop     *reconcile.Loop[string]
 	done     netip.Prefix // last subnet the management port was set up for (sync goroutine only)
+	// redirect turns the management address back into the node IP for connections OVN
+	// sends the host (localnat.Redirect); nil where the system has none or
+	// cfg.LocalNodePorts is off.
+	redirect localnat.Redirect
 }
 
 func newNodeController(cfg Config, client kubernetes.Interface, sw *ovs.Switch, host hostnet.Host,
@@ -55,6 +60,13 @@ func newNodeController(cfg Config, client kubernetes.Interface, sw *ovs.Switch, 
 	c := &nodeController{
 		cfg: cfg, client: client, sw: sw, host: host, chassis: ch, log: log,
 		informer: inf.Informer(), lister: inf.Lister(),
+	}
+	if cfg.LocalNodePorts {
+		rd, err := localnat.NewRedirect("")
+		if err != nil {
+			log.Info("the host-network endpoints of this node answer Services only on addresses other than the node IP", "reason", err)
+		}
+		c.redirect = rd
 	}
 	c.loop = reconcile.New("node", c.sync, log, reconcile.Options{})
 	enqueue := func(any) { c.loop.Add(cfg.NodeName) }
@@ -96,6 +108,11 @@ func (c *nodeController) sync(ctx context.Context, name string) error {
 	if err := c.setupManagementPort(ctx, subnet); err != nil {
 		return fmt.Errorf("management port: %w", err)
 	}
+	if nodeIP, err := netip.ParsePrefix(c.chassis.NodeIP); c.redirect != nil && err == nil {
+		if err := c.redirect.Sync(ctx, contract.MgmtIfName(c.cfg.NodeName), contract.ManagementIP(subnet), nodeIP.Addr()); err != nil {
+			return fmt.Errorf("management address redirect: %w", err)
+		}
+	}
 	if c.done != subnet {
 		c.log.Info("management port set up", "port", contract.MgmtIfName(c.cfg.NodeName), "subnet", subnet)
 		c.done = subnet
@@ -129,14 +146,21 @@ func (c *nodeController) annotate(ctx context.Context, node *corev1.Node) error 
 // setupManagementPort gives the management port the subnet's contract.ManagementIP and the
 // MAC derived from it (the master puts the same pair on the logical port
 // contract.ManagementPort), and routes the cluster and service ranges through
-// contract.RouterIP, the cluster router's port on the node's switch.
+// contract.RouterIP, the cluster router's port on the node's switch. The join subnet goes
+// the same way: a gateway router balancing a NodePort to its own node's host-network pod
+// sends it to the management address, force-SNATed to the router's join address, and the
+// host answers through the port so that the router undoes its NAT.
 func (c *nodeController) setupManagementPort(ctx context.Context, subnet netip.Prefix) error {
 	gw := contract.RouterIP(subnet)
 	ip := contract.ManagementIP(subnet)
 	mac := contract.MACFromIP(ip)
+	routes := append(append([]netip.Prefix{}, c.cfg.ClusterCIDRs...), c.cfg.ServiceCIDRs...)
+	if c.cfg.JoinSubnet.IsValid() {
+		routes = append(routes, c.cfg.JoinSubnet)
+	}
 	return c.host.SetupManagementPort(ctx, hostnet.ManagementPort{
 		IfName: contract.MgmtIfName(c.cfg.NodeName), MAC: mac, IP: netip.PrefixFrom(ip, subnet.Bits()),
-		Gateway: gw, Routes: append(append([]netip.Prefix{}, c.cfg.ClusterCIDRs...), c.cfg.ServiceCIDRs...),
+		Gateway: gw, Routes: routes,
 		MTU: c.cfg.MTU,
 		AddPort: func(ctx context.Context) error {
 			_, err := c.sw.EnsurePort(ctx, IntegrationBridge, mgmtPort(c.cfg, mac))

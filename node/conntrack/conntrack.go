@@ -108,6 +108,32 @@ func Desired(svcs []*corev1.Service, eps []*discovery.EndpointSlice, node string
 	return t
 }
 
+// WithManagementAddress returns t where every backend at nodeIP also counts at mgmtIP, the
+// node's management port address, on the same port: this node's switch and gateway router
+// load balancers write the node's own host-network endpoints so (master/services README,
+// "Host-network endpoints"), and their entries' reply source is that address. t is left as
+// it is; with an invalid address the result is t.
+func (t Table) WithManagementAddress(nodeIP, mgmtIP netip.Addr) Table {
+	if !nodeIP.IsValid() || !mgmtIP.IsValid() {
+		return t
+	}
+	out := make(Table, len(t))
+	for f, tg := range t {
+		bs := tg.Backends
+		for _, b := range tg.Backends {
+			if b.Addr() == nodeIP {
+				bs = append(slices.Clone(bs), netip.AddrPortFrom(mgmtIP, b.Port()))
+			}
+		}
+		if len(bs) != len(tg.Backends) {
+			slices.SortFunc(bs, netip.AddrPort.Compare)
+			tg.Backends = slices.Compact(bs)
+		}
+		out[f] = tg
+	}
+	return out
+}
+
 // Conn is one conntrack entry as ovs-vswitchd's dpctl/dump-conntrack shows it.
 type Conn struct {
 	Proto    uint8

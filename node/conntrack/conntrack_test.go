@@ -110,3 +110,31 @@ func TestFlushArgs(t *testing.T) {
 		t.Errorf("FlushArgs: got %q, want %q", got, want)
 	}
 }
+
+// TestWithManagementAddress: this node's load balancers write its own host-network endpoint
+// (the node IP) as its management address; an entry answered from there is not stale, and
+// nothing else changes.
+func TestWithManagementAddress(t *testing.T) {
+	node, mgmt := netip.MustParseAddr("172.18.0.1"), netip.MustParseAddr("10.244.1.2")
+	f := Frontend{17, ap("10.96.0.10:53")}
+	other := Frontend{17, ap("10.96.0.11:53")}
+	t0 := Table{
+		f:     {Service: "ns/dns", Backends: []netip.AddrPort{ap("10.244.2.5:5353"), ap("172.18.0.1:5353"), ap("172.18.0.2:5353")}},
+		other: {Service: "ns/other", Backends: []netip.AddrPort{ap("10.244.2.5:53")}},
+	}
+	got := t0.WithManagementAddress(node, mgmt)
+	want := []netip.AddrPort{ap("10.244.1.2:5353"), ap("10.244.2.5:5353"), ap("172.18.0.1:5353"), ap("172.18.0.2:5353")}
+	if !reflect.DeepEqual(got[f].Backends, want) || !reflect.DeepEqual(got[other], t0[other]) {
+		t.Errorf("WithManagementAddress: %v", got)
+	}
+	if len(t0[f].Backends) != 3 {
+		t.Errorf("the table given changed: %v", t0)
+	}
+	conns := []Conn{{Proto: 17, OrigSrc: ap("10.244.1.9:40000"), OrigDst: f.Addr, ReplySrc: ap("10.244.1.2:5353")}}
+	if stale := t0.Stale(conns); len(stale) != 1 {
+		t.Errorf("without the management address the entry is stale: %v", stale)
+	}
+	if stale := got.Stale(conns); len(stale) != 0 {
+		t.Errorf("an entry answered from the management address is stale: %v", stale)
+	}
+}

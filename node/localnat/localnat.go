@@ -9,6 +9,10 @@
 // A pod's hostPort (the CNI portMappings capability) is the same rewrite, nodeIP:hostPort to
 // podIP:containerPort, also for connections that arrive from outside the node (Incoming).
 //
+// Redirect is the third rewrite: what OVN sends the host at its management port address (a
+// Service's load balancers write the node's own host-network endpoints so) is delivered as
+// if sent to the node IP, for servers that listen on the node IP only.
+//
 // Linux does it with nf_tables in one table of its own, replaced atomically at every Sync;
 // Windows has no implementation yet.
 package localnat

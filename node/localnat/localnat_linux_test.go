@@ -25,30 +25,8 @@ func TestLocalNodePort(t *testing.T) {
 	r := harness.NewTestRun(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	host, err := r.AddNetns("host")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ovn, err := r.AddNetns("ovn")
-	if err != nil {
-		t.Fatal(err)
-	}
 	const mgmt = "k8s-lnat"
-	for _, c := range [][]string{
-		{"", "ip", "link", "add", mgmt, "netns", host, "type", "veth", "peer", "name", "ovn0", "netns", ovn},
-		{host, "ip", "addr", "add", "10.9.0.2/24", "dev", mgmt},
-		{host, "ip", "link", "set", mgmt, "up"},
-		{host, "ip", "addr", "add", "172.31.0.1/32", "dev", "lo"}, // the node IP
-		{host, "ip", "route", "add", "10.96.0.0/16", "via", "10.9.0.1"},
-		{ovn, "ip", "addr", "add", "10.9.0.1/24", "dev", "ovn0"},
-		{ovn, "ip", "addr", "add", "10.96.5.5/32", "dev", "ovn0"}, // the ClusterIP
-		{ovn, "ip", "link", "set", "ovn0", "up"},
-		{ovn, "ip", "route", "add", "172.31.0.1/32", "via", "10.9.0.2"},
-	} {
-		if _, err := harness.Exec(ctx, c[0], c[1], c[2:]...); err != nil {
-			t.Fatal(err)
-		}
-	}
+	host, ovn := testNode(ctx, t, r, mgmt)
 	// The "service": TCP and UDP on the ClusterIP's port 80, answering with the client
 	// address; the host's own listener on the NodePort says "host".
 	var ln net.Listener
@@ -198,4 +176,36 @@ func operatorDNAT(nodeIP netip.Addr, port uint16, dst netip.Addr, dstPort uint16
 	c.AddRule(&nftables.Rule{Table: t, Chain: out, Exprs: dnatExprs(Rule{
 		Protocol: svcmodel.TCP.IPProto(), NodeIP: nodeIP, NodePort: port, ClusterIP: dst, Port: dstPort})})
 	return c.Flush()
+}
+
+// testNode builds, in two network namespaces, what a node has: "host" with the node IP
+// 172.31.0.1 and a management port mgmt (a veth, 10.9.0.2/24) routing the service range to
+// "ovn" (10.9.0.1), which holds the ClusterIP 10.96.5.5 and routes the node IP back.
+func testNode(ctx context.Context, t *testing.T, r *harness.Run, mgmt string) (host, ovn string) {
+	t.Helper()
+	host, err := r.AddNetns("host")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ovn, err = r.AddNetns("ovn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range [][]string{
+		{"", "ip", "link", "add", mgmt, "netns", host, "type", "veth", "peer", "name", "ovn0", "netns", ovn},
+		{host, "ip", "addr", "add", "10.9.0.2/24", "dev", mgmt},
+		{host, "ip", "link", "set", mgmt, "up"},
+		{host, "ip", "link", "set", "lo", "up"},
+		{host, "ip", "addr", "add", "172.31.0.1/32", "dev", "lo"}, // the node IP
+		{host, "ip", "route", "add", "10.96.0.0/16", "via", "10.9.0.1"},
+		{ovn, "ip", "addr", "add", "10.9.0.1/24", "dev", "ovn0"},
+		{ovn, "ip", "addr", "add", "10.96.5.5/32", "dev", "ovn0"}, // the ClusterIP
+		{ovn, "ip", "link", "set", "ovn0", "up"},
+		{ovn, "ip", "route", "add", "172.31.0.1/32", "via", "10.9.0.2"},
+	} {
+		if _, err := harness.Exec(ctx, c[0], c[1], c[2:]...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return host, ovn
 }

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/node/conntrack"
 )
 
@@ -68,5 +69,19 @@ func TestControllerFeedsConntrack(t *testing.T) {
 	eventually(t, "the replaced backend", func() bool {
 		b, _ := ct.backends(vip)
 		return slices.Equal(b, []netip.AddrPort{netip.MustParseAddrPort("10.244.1.9:5353")})
+	})
+	// A host-network endpoint on this node: its load balancers write it as the management
+	// address, whose entries must not look stale.
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node1", Annotations: map[string]string{contract.NodeSubnetKey: "10.244.1.0/24"}}}
+	if _, err := client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sl.Endpoints[0].Addresses = []string{"127.0.0.1"}
+	if _, err := client.DiscoveryV1().EndpointSlices("ns").Update(ctx, sl, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the host-network backend at the node IP and the management address", func() bool {
+		b, _ := ct.backends(vip)
+		return slices.Equal(b, []netip.AddrPort{netip.MustParseAddrPort("10.244.1.2:5353"), netip.MustParseAddrPort("127.0.0.1:5353")})
 	})
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/internal/reconcile"
 	"github.com/ovn-transparent/ovn-transparent/internal/svcmodel"
 	"github.com/ovn-transparent/ovn-transparent/node/conntrack"
@@ -148,7 +149,8 @@ func (c *Controller) sync(ctx context.Context) error {
 		}
 	}
 	if c.cfg.Conntrack != nil {
-		c.cfg.Conntrack.Set(conntrack.Desired(c.cfg.Limits.Admitted(svcs), eps, c.cfg.NodeName, policy.NodeIPs, policy))
+		t := conntrack.Desired(c.cfg.Limits.Admitted(svcs), eps, c.cfg.NodeName, policy.NodeIPs, policy)
+		c.cfg.Conntrack.Set(t.WithManagementAddress(c.cfg.NodeIP, managementIP(nodes, c.cfg.NodeName)))
 	}
 	if err := c.health.Set(st.Health); err != nil {
 		errs = append(errs, err)
@@ -156,4 +158,18 @@ func (c *Controller) sync(ctx context.Context) error {
 	c.log.V(4).Info("services synced", "services", len(svcs), "entryPoints", len(st.NodePorts),
 		"localNAT", len(st.LocalNAT), "healthChecks", len(st.Health), "took", time.Since(start))
 	return errors.Join(errs...)
+}
+
+// managementIP is node's management port address, from its subnet annotation; invalid
+// while it has none.
+func managementIP(nodes []*corev1.Node, node string) netip.Addr {
+	for _, n := range nodes {
+		if n.Name != node {
+			continue
+		}
+		if subnet, err := contract.ParseNodeSubnet(n.Annotations[contract.NodeSubnetKey]); err == nil {
+			return contract.ManagementIP(subnet)
+		}
+	}
+	return netip.Addr{}
 }
