@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 		// affinity). Zones a, b, c in turn: the Topology Hints and Traffic Distribution
 		// tests skip themselves on a cluster with fewer than three zones, and three of them
 		// need two nodes in each (OVNT_UPSTREAM_NODES=6; docs/upstream-e2e.md).
-		Cluster: upstreamCluster(),
+		Cluster:  upstreamCluster(),
 		Programs: []string{"containerd", "runc", "ctr", "nsenter", "busybox", "/usr/lib/cni/loopback"},
 		Timeout:  8 * time.Minute,
 		Started:  func(r *harness.Run, c *cluster.Cluster) { run, cl = r, c },
