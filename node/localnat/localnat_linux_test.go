@@ -29,39 +29,7 @@ func TestLocalNodePort(t *testing.T) {
 	host, ovn := testNode(ctx, t, r, mgmt)
 	// The "service": TCP and UDP on the ClusterIP's port 80, answering with the client
 	// address; the host's own listener on the NodePort says "host".
-	var ln net.Listener
-	var pc net.PacketConn
-	if err := harness.InNetns(ovn, func() (err error) {
-		if ln, err = net.Listen("tcp", "10.96.5.5:80"); err != nil {
-			return err
-		}
-		pc, err = net.ListenPacket("udp", "10.96.5.5:80")
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	defer pc.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Write([]byte("svc " + c.RemoteAddr().(*net.TCPAddr).IP.String() + "\n"))
-			c.Close()
-		}
-	}()
-	go func() {
-		buf := make([]byte, 100)
-		for {
-			_, from, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			pc.WriteTo([]byte("svc "+from.(*net.UDPAddr).IP.String()+"\n"), from)
-		}
-	}()
+	serveEcho(t, ovn, "10.96.5.5:80", "svc")
 	var hostLn net.Listener
 	if err := harness.InNetns(host, func() (err error) { hostLn, err = net.Listen("tcp", "172.31.0.1:30081"); return err }); err != nil {
 		t.Fatal(err)
@@ -90,26 +58,10 @@ func TestLocalNodePort(t *testing.T) {
 	}
 	ask := func(proto, addr string) string {
 		t.Helper()
-		var got string
-		inHost(func() error {
-			c, err := net.DialTimeout(proto, addr, 2*time.Second)
-			if err != nil {
-				got = "error: " + err.Error()
-				return nil
-			}
-			defer c.Close()
-			c.SetDeadline(time.Now().Add(2 * time.Second))
-			if proto == "udp" {
-				c.Write([]byte("x"))
-			}
-			line, err := bufio.NewReader(c).ReadString('\n')
-			if err != nil {
-				got = "error: " + err.Error()
-				return nil
-			}
-			got = strings.TrimSpace(line)
-			return nil
-		})
+		got, err := dialLine(host, proto, addr, 2*time.Second)
+		if err != nil {
+			return "error: " + err.Error()
+		}
 		return got
 	}
 	node, svc := netip.MustParseAddr("172.31.0.1"), netip.MustParseAddr("10.96.5.5")
@@ -208,4 +160,64 @@ func testNode(ctx context.Context, t *testing.T, r *harness.Run, mgmt string) (h
 		}
 	}
 	return host, ovn
+}
+
+// serveEcho listens on addr over TCP and UDP in netns until the test ends, and answers each
+// connection or datagram with "tag <client address>".
+func serveEcho(t *testing.T, netns, addr, tag string) {
+	t.Helper()
+	var ln net.Listener
+	var pc net.PacketConn
+	if err := harness.InNetns(netns, func() (err error) {
+		if ln, err = net.Listen("tcp", addr); err != nil {
+			return err
+		}
+		pc, err = net.ListenPacket("udp", addr)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close(); pc.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte(tag + " " + c.RemoteAddr().(*net.TCPAddr).IP.String() + "\n"))
+			c.Close()
+		}
+	}()
+	go func() {
+		buf := make([]byte, 100)
+		for {
+			_, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			pc.WriteTo([]byte(tag+" "+from.(*net.UDPAddr).IP.String()+"\n"), from)
+		}
+	}()
+}
+
+// dialLine connects from netns to addr (for UDP, sends a datagram) and returns the first
+// line it gets back.
+func dialLine(netns, proto, addr string, timeout time.Duration) (string, error) {
+	var line string
+	err := harness.InNetns(netns, func() error {
+		c, err := net.DialTimeout(proto, addr, timeout)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(timeout))
+		if proto == "udp" {
+			if _, err := c.Write([]byte("hi")); err != nil {
+				return err
+			}
+		}
+		line, err = bufio.NewReader(c).ReadString('\n')
+		return err
+	})
+	return strings.TrimSpace(line), err
 }

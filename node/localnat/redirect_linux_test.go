@@ -1,11 +1,8 @@
 package localnat
 
 import (
-	"bufio"
 	"context"
-	"net"
 	"net/netip"
-	"strings"
 	"testing"
 	"time"
 
@@ -25,64 +22,9 @@ func TestRedirect(t *testing.T) {
 	defer cancel()
 	const mgmt = "k8s-redir"
 	host, ovn := testNode(ctx, t, r, mgmt)
-	var ln, podLn net.Listener
-	var pc net.PacketConn
-	if err := harness.InNetns(host, func() (err error) {
-		if ln, err = net.Listen("tcp", "172.31.0.1:8081"); err != nil {
-			return err
-		}
-		pc, err = net.ListenPacket("udp", "172.31.0.1:8081")
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	defer pc.Close()
-	if err := harness.InNetns(ovn, func() (err error) { podLn, err = net.Listen("tcp", "10.9.0.1:9000"); return err }); err != nil {
-		t.Fatal(err)
-	}
-	defer podLn.Close()
-	for _, l := range []net.Listener{ln, podLn} {
-		go func() {
-			for {
-				c, err := l.Accept()
-				if err != nil {
-					return
-				}
-				c.Write([]byte("hello " + c.RemoteAddr().(*net.TCPAddr).IP.String() + "\n"))
-				c.Close()
-			}
-		}()
-	}
-	go func() {
-		buf := make([]byte, 100)
-		for {
-			_, from, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			pc.WriteTo([]byte("hello "+from.(*net.UDPAddr).IP.String()+"\n"), from)
-		}
-	}()
-	dial := func(netns, proto, addr string) (string, error) {
-		var line string
-		err := harness.InNetns(netns, func() error {
-			c, err := net.DialTimeout(proto, addr, time.Second)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			c.SetDeadline(time.Now().Add(time.Second))
-			if proto == "udp" {
-				if _, err := c.Write([]byte("hi")); err != nil {
-					return err
-				}
-			}
-			line, err = bufio.NewReader(c).ReadString('\n')
-			return err
-		})
-		return strings.TrimSpace(line), err
-	}
+	serveEcho(t, host, "172.31.0.1:8081", "hello")
+	serveEcho(t, ovn, "10.9.0.1:9000", "hello")
+	dial := func(netns, proto, addr string) (string, error) { return dialLine(netns, proto, addr, time.Second) }
 	expect := func(what string, ok bool) {
 		t.Helper()
 		for _, proto := range []string{"tcp", "udp"} {
