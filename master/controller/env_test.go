@@ -222,6 +222,24 @@ func (e *env) setPodPhase(ns, name string, phase corev1.PodPhase) {
 }
 
 // podNetwork waits for the pod-network annotation and returns it parsed.
+// twoNodePods creates node1 and node2 (zones, when given, set before the pods) and the pods
+// default/a on node1 and default/b on node2, waits for both ports to come up and returns
+// their networks.
+func (e *env) twoNodePods(zones ...string) (a, b contract.PodNetwork) {
+	e.t.Helper()
+	e.createNode("node1", chassisOf(1))
+	e.createNode("node2", chassisOf(2))
+	for i, z := range zones {
+		e.setZone(fmt.Sprintf("node%d", i+1), z)
+	}
+	e.createPod("default", "a", "node1", nil)
+	e.createPod("default", "b", "node2", nil)
+	a, b = e.podNetwork("default", "a"), e.podNetwork("default", "b")
+	e.waitPort("default_a", true)
+	e.waitPort("default_b", true)
+	return a, b
+}
+
 func (e *env) podNetwork(ns, name string) contract.PodNetwork {
 	e.t.Helper()
 	var pn contract.PodNetwork

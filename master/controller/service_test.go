@@ -34,13 +34,7 @@ func TestServices(t *testing.T) {
 	defer cancel()
 	e := newEnv(t, ctx)
 	e.startMaster(testConfig("10.244.0.0/16"))
-	e.createNode("node1", chassisOf(1))
-	e.createNode("node2", chassisOf(2))
-	e.createPod("default", "a", "node1", nil)
-	e.createPod("default", "b", "node2", nil)
-	pa, pb := e.podNetwork("default", "a"), e.podNetwork("default", "b")
-	e.waitPort("default_a", true)
-	e.waitPort("default_b", true)
+	pa, pb := e.twoNodePods()
 	ipA, ipB := pa.IPs[0].Addr(), pb.IPs[0].Addr()
 	gwMAC := contract.MACFromIP(pa.Gateways[0])
 	flow := func(dst, l4 string) string {
@@ -217,9 +211,12 @@ func TestServices(t *testing.T) {
 			// shows too; the trace below is about the local backend and the client address.
 			s.Spec.SessionAffinity, s.Spec.SessionAffinityConfig = corev1.ServiceAffinityNone, nil
 		})
+		// Waiting for the rows by name: GR_node2's load balancers through the group already
+		// had node2's NodePort and pod b as a backend in the case before (affinity).
 		e.eventually("per-node LBs", func() (bool, string) {
-			out := e.nbctl("lr-lb-list", "GR_node2")
-			return strings.Contains(out, fmt.Sprintf("172.18.0.2:%d", np)) && strings.Contains(out, ipB.String()+":8081"), out
+			out := e.nbctl("--bare", "--columns=name", "list", "Load_Balancer")
+			return strings.Contains(out, "Service_default/web_TCP_node_router_node2") &&
+				strings.Contains(out, "Service_default/web_TCP_node_switch_node2"), out
 		})
 		e.wantLBs("Service_default/empty_TCP_cluster", "Service_default/kubernetes_TCP_cluster", "Service_default/web_TCP_cluster",
 			"Service_default/web_TCP_node_router_node1", "Service_default/web_TCP_node_router_node2",

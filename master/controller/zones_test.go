@@ -30,15 +30,7 @@ func TestServiceTopologyHints(t *testing.T) {
 	defer cancel()
 	e := newEnv(t, ctx)
 	e.startMaster(testConfig("10.244.0.0/16"))
-	e.createNode("node1", chassisOf(1))
-	e.createNode("node2", chassisOf(2))
-	e.setZone("node1", "zone-a")
-	e.setZone("node2", "zone-b")
-	e.createPod("default", "a", "node1", nil)
-	e.createPod("default", "b", "node2", nil)
-	pa, pb := e.podNetwork("default", "a"), e.podNetwork("default", "b")
-	e.waitPort("default_a", true)
-	e.waitPort("default_b", true)
+	pa, pb := e.twoNodePods("zone-a", "zone-b")
 	ipA, ipB := pa.IPs[0].Addr().String(), pb.IPs[0].Addr().String()
 
 	svc := e.createService("zoned", corev1.ServiceTypeClusterIP, []corev1.ServicePort{
