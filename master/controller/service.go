@@ -277,19 +277,15 @@ func (s *shared) localServices() ([]nb.Key, error) {
 	var keys []nb.Key
 	for _, svc := range list {
 		key := svc.Namespace + "/" + svc.Name
-		local := services.HasLocalPolicy(svc)
-		if !local {
-			eps, err := s.serviceSlices(key)
-			if err != nil {
-				return nil, err
-			}
-			local = services.OutsidePodNetwork(eps, s.cfg.ClusterCIDR)
+		eps, err := s.serviceSlices(key)
+		if err != nil {
+			return nil, err
 		}
-		if local {
+		if services.NeedsNodes(svc, eps, s.cfg.ClusterCIDR) {
 			keys = append(keys, nb.Key{Kind: nb.Service, Name: key})
 		}
 	}
-	return append(keys, s.hintedServices()...), nil
+	return keys, nil
 }
 
 // hintedSliceService indexes an EndpointSlice with topology hints by its Service's key.

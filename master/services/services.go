@@ -73,11 +73,11 @@ func HasLocalPolicy(svc *corev1.Service) bool {
 // they are is Rows' to find out.
 func NeedsNodes(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, podCIDR netip.Prefix) bool {
 	return HasLocalPolicy(svc) || !svcmodel.InternalLocal(svc) && svcmodel.SlicesHinted(eps) ||
-		OutsidePodNetwork(eps, podCIDR)
+		outsidePodNetwork(eps, podCIDR)
 }
 
-// OutsidePodNetwork reports whether an IPv4 endpoint of eps is outside podCIDR.
-func OutsidePodNetwork(eps []*discoveryv1.EndpointSlice, podCIDR netip.Prefix) bool {
+// outsidePodNetwork reports whether an IPv4 endpoint of eps is outside podCIDR.
+func outsidePodNetwork(eps []*discoveryv1.EndpointSlice, podCIDR netip.Prefix) bool {
 	for _, s := range eps {
 		if s.AddressType != discoveryv1.AddressTypeIPv4 {
 			continue
