@@ -39,7 +39,7 @@ type Node struct {
 	// HasSwitch: the node has a pod subnet, hence a node switch.
 	HasSwitch bool
 	// Zone is the node's topology.kubernetes.io/zone label, "" without one: its pods use
-	// the endpoints hinted for it (zones.go).
+	// the endpoints hinted for it (switchClusterIPBackends).
 	Zone string
 	// MgmtIP is the node's management port address on its switch; valid when HasSwitch.
 	MgmtIP netip.Addr
@@ -67,7 +67,7 @@ func HasLocalPolicy(svc *corev1.Service) bool {
 }
 
 // NeedsNodes reports whether svc's load balancers, given its EndpointSlices eps, may depend
-// on the nodes: HasLocalPolicy; topology hints on its endpoints (zones.go); or an endpoint
+// on the nodes: HasLocalPolicy; topology hints on its endpoints; or an endpoint
 // outside the pod network podCIDR, which may be a node's own address (a host-network pod:
 // hasHostEndpoints). Checking eps against the pod network is cheap; which node addresses
 // they are is Rows' to find out.
@@ -118,7 +118,6 @@ func Rows(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, nodes []Node, p
 	addNodePortVIPs(c, lbs, nodes)
 	maps.Copy(lbs, nodeRouterLBs(c, nodes))
 	maps.Copy(lbs, nodeSwitchLBs(c, nodes))
-	addZoneVIPs(c, lbs, nodes)
 	return lbs.rows(), problems
 }
 
@@ -145,7 +144,7 @@ type portConfig struct {
 	endpoints []svcmodel.Endpoint
 	backends  string
 	// hinted: topology hints apply to the port's ClusterIP VIPs, which then sit on each
-	// node switch instead of the cluster load balancer (zones.go).
+	// node switch instead of the cluster load balancer (nodeSwitchLBs).
 	hinted bool
 }
 

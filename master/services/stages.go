@@ -13,7 +13,7 @@ import (
 
 // clusterLBs are the Service's cluster load balancers, one per protocol, in the cluster
 // load balancer group: the ClusterIP VIPs (unless internalTrafficPolicy is Local, topology
-// hints apply to the port (addZoneVIPs) or an endpoint is a node's own address: then each
+// hints apply to the port or an endpoint is a node's own address: then each
 // node switch has its own, nodeSwitchLBs) and the external and ingress IP VIPs (unless
 // externalTrafficPolicy is Local or an endpoint is a node's own address: then each gateway
 // router has its own, nodeRouterLBs), with every usable endpoint. Each port's protocol gets its load balancer even without a VIP, so that the
@@ -145,45 +145,68 @@ func nodeRouterLBs(c config, nodes []Node) lbSet {
 
 // nodeSwitchLBs are one load balancer per protocol on each node switch: for
 // internalTrafficPolicy Local, the ClusterIP VIPs with only that node's usable endpoints;
-// for a Service with host-network endpoints (hostEndpoints), the ClusterIP VIPs with every
-// usable endpoint; for externalTrafficPolicy Local, the NodePort VIP of the node's own IP
-// with that node's endpoints (nodes without an IP have none yet). A pod reaching its own
-// node's IP is rerouted by the cluster router to the management port (topology's
-// NodeHostReroute), so it never reaches the gateway router's VIP; the switch balances it
-// before routing, to the same endpoints the gateway router would use. On each switch the
-// node's own address as a backend is written as its management port address (nodeBackends).
+// for a port with topology hints (portConfig.hinted) or a Service with host-network
+// endpoints (hostEndpoints), the ClusterIP VIPs with the endpoints that node's clients use
+// (switchClusterIPBackends); for externalTrafficPolicy Local, the NodePort VIP of the
+// node's own IP with that node's endpoints (nodes without an IP have none yet). A pod
+// reaching its own node's IP is rerouted by the cluster router to the management port
+// (topology's NodeHostReroute), so it never reaches the gateway router's VIP; the switch
+// balances it before routing, to the same endpoints the gateway router would use. On each
+// switch the node's own address as a backend is written as its management port address
+// (nodeBackends).
+//
+// A ClusterIP on the node switches cannot stay in the cluster load balancer as well: which
+// of two load balancers holding one VIP on one switch (one of them through the group) wins
+// is undefined in northd. Host-network clients reach the ClusterIP through their node's
+// management port, so through the same switch.
 func nodeSwitchLBs(c config, nodes []Node) lbSet {
 	lbs := lbSet{}
-	if !c.itpLocal && !c.etpLocal && !c.hostEndpoints {
-		return lbs
-	}
 	for _, n := range nodes {
 		if !n.HasSwitch {
 			continue
 		}
 		for _, p := range c.ports {
 			nodePort := c.etpLocal && p.port.NodePort != 0 && n.IP.IsValid()
-			clusterIP := c.itpLocal || c.hostEndpoints
+			clusterIP := c.itpLocal || c.hostEndpoints || p.hinted
 			if !clusterIP && !nodePort {
 				continue
 			}
 			l := nodeSwitchLB(c, lbs, p, n)
-			local, _ := nodeBackends(svcmodel.LocalUsable(p.endpoints, c.svc, n.Name), n)
 			if clusterIP {
-				backends := local
-				if !c.itpLocal {
-					backends, _ = nodeBackends(svcmodel.Usable(p.endpoints, c.svc), n)
-				}
+				backends := switchClusterIPBackends(c, p, n)
 				for _, ip := range c.clusterIPs {
 					l.vips[vip(ip, p.port.Port)] = backends
 				}
 			}
 			if nodePort {
-				l.vips[vip(n.IP, p.port.NodePort)] = local
+				l.vips[vip(n.IP, p.port.NodePort)], _ = nodeBackends(svcmodel.LocalUsable(p.endpoints, c.svc, n.Name), n)
 			}
 		}
 	}
 	return lbs
+}
+
+// switchClusterIPBackends are the backends of port p's ClusterIP on node n's switch: under
+// internalTrafficPolicy Local the node's own usable endpoints; with topology hints those
+// hinted for the node, else for its zone, else all (svcmodel.ForClient); otherwise every
+// usable endpoint.
+//
+// Only ClusterIP traffic follows the hints. NodePorts, external and ingress IPs keep the
+// cluster load balancer (or the node's own endpoints under externalTrafficPolicy Local):
+// kube-proxy would narrow those to the receiving node's zone too, which here would need a
+// gateway router load balancer per node for every hinted Service (README.md).
+func switchClusterIPBackends(c config, p portConfig, n Node) string {
+	var eps []svcmodel.Endpoint
+	switch {
+	case c.itpLocal:
+		eps = svcmodel.LocalUsable(p.endpoints, c.svc, n.Name)
+	case p.hinted:
+		eps = svcmodel.ForClient(p.endpoints, c.svc, n.Name, n.Zone)
+	default:
+		eps = svcmodel.Usable(p.endpoints, c.svc)
+	}
+	backends, _ := nodeBackends(eps, n)
+	return backends
 }
 
 // nodeSwitchLB is the load balancer of c's protocol p on node n's switch, in lbs.

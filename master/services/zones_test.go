@@ -27,7 +27,7 @@ func withZones(e svcmodel.Endpoint, zones ...string) svcmodel.Endpoint {
 	return e
 }
 
-func TestAddZoneVIPs(t *testing.T) {
+func TestNodeSwitchLBsHints(t *testing.T) {
 	ls := func(n string) []nb.ID { return []nb.ID{nb.NewID(nb.Node, n, nb.NodeSwitch)} }
 	a, b := withZones(e1, "zone-a"), withZones(e2, "zone-b")
 	hintedPort := func(nodePort int32, eps ...svcmodel.Endpoint) portConfig {
@@ -43,17 +43,16 @@ func TestAddZoneVIPs(t *testing.T) {
 		return lb{name: "Service_ns/web_TCP_node_switch_" + node, proto: svcmodel.TCP, opts: opts, refs: ls(node), vips: v}
 	}
 	for _, tc := range []struct {
-		name  string
-		mod   func(*config)
-		start func(config) lbSet // the stages before
-		want  map[string]lb
+		name string
+		mod  func(*config)
+		want map[string]lb
 	}{
-		{"no hints: nothing", nil, nil, map[string]lb{}},
+		{"no hints: nothing", nil, map[string]lb{}},
 		// node3's zone has no endpoint: every endpoint; node4 has no switch.
 		{"each switch its zone's endpoints", func(c *config) {
 			c.ports[0] = hintedPort(0, a, b)
 			c.options["affinity_timeout"] = "30"
-		}, nil, map[string]lb{
+		}, map[string]lb{
 			"lb-node-switch tcp/node1": switchLB("node1", map[string]string{"affinity_timeout": "30"}, "10.96.0.10:80", "10.244.1.10:8080"),
 			"lb-node-switch tcp/node2": switchLB("node2", map[string]string{"affinity_timeout": "30"}, "10.96.0.10:80", "10.244.2.10:8080"),
 			"lb-node-switch tcp/node3": switchLB("node3", map[string]string{"affinity_timeout": "30"}, "10.96.0.10:80", "10.244.1.10:8080,10.244.2.10:8080"),
@@ -62,19 +61,14 @@ func TestAddZoneVIPs(t *testing.T) {
 		{"ETP Local: one load balancer per switch", func(c *config) {
 			c.etpLocal = true
 			c.ports[0] = hintedPort(30080, a, b)
-		}, func(c config) lbSet { return nodeSwitchLBs(c, zoned) }, map[string]lb{
+		}, map[string]lb{
 			"lb-node-switch tcp/node1": switchLB("node1", map[string]string{}, "10.96.0.10:80", "10.244.1.10:8080", "172.18.0.1:30080", "10.244.1.10:8080"),
 			"lb-node-switch tcp/node2": switchLB("node2", map[string]string{}, "10.96.0.10:80", "10.244.2.10:8080", "172.18.0.2:30080", "10.244.2.10:8080"),
 			"lb-node-switch tcp/node3": switchLB("node3", map[string]string{}, "10.96.0.10:80", "10.244.1.10:8080,10.244.2.10:8080", "172.18.0.3:30080", ""),
 		}},
 	} {
 		c := conf(tc.mod)
-		lbs := lbSet{}
-		if tc.start != nil {
-			lbs = tc.start(c)
-		}
-		addZoneVIPs(c, lbs, zoned)
-		if got := flat(lbs); !reflect.DeepEqual(got, tc.want) {
+		if got := flat(nodeSwitchLBs(c, zoned)); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s:\n got %+v\nwant %+v", tc.name, got, tc.want)
 		}
 	}
