@@ -75,3 +75,40 @@ func TestManagementAllowanceOwnNodeOnly(t *testing.T) {
 		t.Errorf("node1's management port sent a packet with node2's management address %s; it was delivered:\n%s", other, out)
 	}
 }
+
+// A host's own connection to an externalTrafficPolicy=Local NodePort keeps its node IP as the
+// source, from a short-circuit port (node/localnat), and is load-balanced on its node
+// switch. The backend's answer, from a pod on another node, must go back through that
+// host's management port, where the switch undoes the DNAT; a pod's packet for another port
+// of that node IP still leaves through its own gateway router. UDP alike.
+func TestShortCircuitAnswerThroughManagementPort(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	e := newEnv(t, ctx)
+	e.startMaster(testConfig("10.244.0.0/16"))
+	_, pb := e.twoNodePods()
+	node1IP := netip.MustParsePrefix(chassisOf(1).NodeIP).Addr()
+	trace := func(l4 string) string {
+		return e.trace("node2", fmt.Sprintf(`inport == "default_b" && eth.src == %s && eth.dst == %s && ip4.src == %s && ip4.dst == %s && ip.ttl == 64 && %s`,
+			pb.MAC, contract.MACFromIP(pb.Gateways[0]), pb.IPs[0].Addr(), node1IP, l4))
+	}
+	mgmt1 := fmt.Sprintf("output(%q)", contract.ManagementPort("node1"))
+	for _, l4 := range []string{
+		fmt.Sprintf("tcp && tcp.src == 8080 && tcp.dst == %d", contract.ShortCircuitPortMin),
+		"tcp && tcp.src == 8080 && tcp.dst == 65535",
+		fmt.Sprintf("udp && udp.src == 53 && udp.dst == %d", contract.ShortCircuitPortMin+7),
+	} {
+		if out := trace(l4); !strings.Contains(out, mgmt1) {
+			t.Errorf("pod b on node2 -> node1's address, %s: not through node1's management port:\n%s", l4, out)
+		}
+	}
+	for _, l4 := range []string{
+		fmt.Sprintf("tcp && tcp.src == 40000 && tcp.dst == %d", contract.ShortCircuitPortMin-1),
+		"udp && udp.src == 40000 && udp.dst == 53",
+	} {
+		if out := trace(l4); strings.Contains(out, mgmt1) || !strings.Contains(out, fmt.Sprintf("output(%q)", contract.LocalnetPort("node2"))) {
+			t.Errorf("pod b on node2 -> node1's address, %s: not through node2's gateway router:\n%s", l4, out)
+		}
+	}
+}

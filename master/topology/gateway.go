@@ -100,9 +100,15 @@ func gatewayRows(cfg Config, n Node) ([]nb.Row, error) {
 			// owns the address too. The management port takes it to the host instead, which
 			// answers from the node address through the same port (its port security
 			// admits that address).
+			// Also any pod's packet for the node's address at a short-circuit port: the
+			// answer to the host's own connection to an externalTrafficPolicy=Local NodePort,
+			// which keeps the node IP as its source (node/localnat) and was load-balanced on
+			// this node's switch, where the answer must go back to be un-DNATed. Through its
+			// own node's gateway router it would be SNATed and sent to the node over the
+			// physical network, which knows nothing of it.
 			ID: id(nb.NodeHostReroute), Parent: clusterRouter,
 			Model: &nbdb.LogicalRouterPolicy{Priority: hostReroutePriority, Action: nbdb.LogicalRouterPolicyActionReroute,
-				Match:    fmt.Sprintf("ip4.src == %s && ip4.dst == %s", n.Subnet, g.NodeIP.Addr()),
+				Match:    hostRerouteMatch(n.Subnet, g.NodeIP.Addr()),
 				Nexthops: []string{contract.ManagementIP(n.Subnet).String()}},
 		},
 	}
@@ -119,4 +125,11 @@ func gatewayRows(cfg Config, n Node) ([]nb.Row, error) {
 		})
 	}
 	return rows, nil
+}
+
+// hostRerouteMatch is NodeHostReroute's match: the node's own pods' packets for its address,
+// and every pod's for its address at a short-circuit port (contract.ShortCircuitPortMin).
+func hostRerouteMatch(subnet netip.Prefix, nodeIP netip.Addr) string {
+	return fmt.Sprintf("ip4.dst == %s && (ip4.src == %s || tcp.dst >= %d || udp.dst >= %d)",
+		nodeIP, subnet, contract.ShortCircuitPortMin, contract.ShortCircuitPortMin)
 }

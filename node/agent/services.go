@@ -24,7 +24,7 @@ import (
 // waits for it to end.
 func startServices(ctx context.Context, cfg Config, client kubernetes.Interface, addr hostnet.NodeAddress,
 	gw *gateway.Controller, log logr.Logger) (stop func()) {
-	sc := services.Config{NodeName: cfg.NodeName, NodeIP: addr.IP.Addr(), AllowedExternalIPs: cfg.AllowedExternalIPs,
+	sc := services.Config{NodeName: cfg.NodeName, NodeIP: addr.IP.Addr(), PodNetworks: cfg.ClusterCIDRs, AllowedExternalIPs: cfg.AllowedExternalIPs,
 		Reserved: append(append([]netip.Prefix{cfg.JoinSubnet}, cfg.ClusterCIDRs...), cfg.ServiceCIDRs...),
 		Limits:   cfg.ServiceLimits}
 	if gw != nil {

@@ -4,7 +4,8 @@
 // nodeIP:nodePort becomes the Service's ClusterIP:port, which the host reaches through the
 // management port like any ClusterIP, and the source becomes the management port's address
 // so the answer comes back the same way (from the node IP it would leave through the
-// gateway router).
+// gateway router). An externalTrafficPolicy=Local NodePort keeps the node IP as the source
+// (Rule.KeepSource), on a port the cluster router sends back through the management port.
 //
 // A pod's hostPort (the CNI portMappings capability) is the same rewrite, nodeIP:hostPort to
 // podIP:containerPort, also for connections that arrive from outside the node (Incoming).
@@ -35,16 +36,34 @@ type Rule struct {
 	NodePort  uint16
 	ClusterIP netip.Addr
 	Port      uint16
+	// KeepSource leaves the connection the node IP as its source (an
+	// externalTrafficPolicy=Local NodePort: kube-proxy's short circuit; the backend sees
+	// the node) instead of the management port's address, with a source port from
+	// contract.ShortCircuitPortMin up: the cluster router sends pods' packets for the node
+	// IP at those ports back through the management port. Only for Services whose
+	// backends are pods: another host or an address outside the cluster answers the node
+	// IP on its own path, past the switch that must undo the DNAT.
+	KeepSource bool
 }
 
 func (r Rule) String() string {
-	return fmt.Sprintf("%d %s -> %s", r.Protocol, netip.AddrPortFrom(r.NodeIP, r.NodePort), netip.AddrPortFrom(r.ClusterIP, r.Port))
+	s := fmt.Sprintf("%d %s -> %s", r.Protocol, netip.AddrPortFrom(r.NodeIP, r.NodePort), netip.AddrPortFrom(r.ClusterIP, r.Port))
+	if r.KeepSource {
+		s += " keeping the source"
+	}
+	return s
 }
 
 // Compare orders rules (for stable rule sets).
 func (r Rule) Compare(o Rule) int {
+	keep := func(r Rule) int {
+		if r.KeepSource {
+			return 1
+		}
+		return 0
+	}
 	for _, c := range []int{int(r.Protocol) - int(o.Protocol), r.NodeIP.Compare(o.NodeIP), int(r.NodePort) - int(o.NodePort),
-		r.ClusterIP.Compare(o.ClusterIP), int(r.Port) - int(o.Port)} {
+		r.ClusterIP.Compare(o.ClusterIP), int(r.Port) - int(o.Port), keep(r) - keep(o)} {
 		if c != 0 {
 			return c
 		}
@@ -67,7 +86,8 @@ func (r Rule) validate() error {
 // Config says where the rewritten connections leave.
 type Config struct {
 	// MgmtIface is the management port's interface: connections rewritten by a Rule are
-	// masqueraded to its address when they leave through it.
+	// masqueraded to its address when they leave through it (or given a short-circuit
+	// source port, Rule.KeepSource).
 	MgmtIface string
 	// Table is the nf_tables table the NAT owns; default TableName. Each user of the
 	// package owns a table of its own, since Sync replaces it whole.

@@ -10,6 +10,8 @@ import (
 	"github.com/google/nftables/binaryutil"
 	"github.com/google/nftables/expr"
 	"golang.org/x/sys/unix"
+
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 )
 
 // TableName is the agent's nf_tables table (family ip). It holds nothing else: every Sync
@@ -76,8 +78,11 @@ func (n *nftNAT) Sync(_ context.Context, rules []Rule) error {
 	// these rules DNATed are masqueraded, by their original destination: another table's
 	// DNAT to a pod would otherwise leave from the management port's address, which every
 	// NetworkPolicy admits (the node's own probes).
+	// A rule that keeps the source (an externalTrafficPolicy=Local NodePort) SNATs to the
+	// node IP instead, at a short-circuit port, which the cluster router routes back
+	// through the management port.
 	for _, r := range rules {
-		c.AddRule(&nftables.Rule{Table: t, Chain: post, Exprs: masqExprs(n.cfg.MgmtIface, r)})
+		c.AddRule(&nftables.Rule{Table: t, Chain: post, Exprs: sourceExprs(n.cfg.MgmtIface, r)})
 	}
 	if err := c.Flush(); err != nil {
 		return fmt.Errorf("localnat: replacing table %s (%d rules): %w", n.cfg.Table, len(rules), err)
@@ -102,10 +107,22 @@ func dnatExprs(r Rule) []expr.Any {
 	}
 }
 
-// masqExprs is "oifname MGMT meta l4proto P ct original ip daddr NodeIP ct original
-// proto-dst NodePort ct status dnat masquerade".
-func masqExprs(mgmt string, r Rule) []expr.Any {
-	return []expr.Any{
+// sourceExprs is "oifname MGMT meta l4proto P ct original ip daddr NodeIP ct original
+// proto-dst NodePort ct status dnat masquerade", or with KeepSource "... snat to
+// NodeIP:ShortCircuitPortMin-65535".
+func sourceExprs(mgmt string, r Rule) []expr.Any {
+	var nat []expr.Any
+	if r.KeepSource {
+		nat = []expr.Any{
+			&expr.Immediate{Register: 1, Data: r.NodeIP.AsSlice()},
+			&expr.Immediate{Register: 2, Data: binary.BigEndian.AppendUint16(nil, contract.ShortCircuitPortMin)},
+			&expr.Immediate{Register: 3, Data: binary.BigEndian.AppendUint16(nil, 65535)},
+			&expr.NAT{Type: expr.NATTypeSourceNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: 1, RegProtoMin: 2, RegProtoMax: 3, Specified: true},
+		}
+	} else {
+		nat = []expr.Any{&expr.Masq{}}
+	}
+	return append([]expr.Any{
 		&expr.Meta{Key: expr.MetaKeyOIFNAME, Register: 1},
 		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: ifname(mgmt)},
 		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
@@ -118,8 +135,7 @@ func masqExprs(mgmt string, r Rule) []expr.Any {
 		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4,
 			Mask: binaryutil.NativeEndian.PutUint32(ipsDstNAT), Xor: make([]byte, 4)},
 		&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: make([]byte, 4)},
-		&expr.Masq{},
-	}
+	}, nat...)
 }
 
 // ifname is an interface name as nf_tables compares it: IFNAMSIZ bytes, NUL padded.

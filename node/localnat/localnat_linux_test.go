@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/nftables"
 
+	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/internal/svcmodel"
 	"github.com/ovn-transparent/ovn-transparent/test/harness"
 )
@@ -30,6 +31,7 @@ func TestLocalNodePort(t *testing.T) {
 	// The "service": TCP and UDP on the ClusterIP's port 80, answering with the client
 	// address; the host's own listener on the NodePort says "host".
 	serveEcho(t, ovn, "10.96.5.5:80", "svc")
+	serveAnswer(t, ovn, "10.96.5.5:81", func(from netip.AddrPort) string { return "short " + from.String() })
 	var hostLn net.Listener
 	if err := harness.InNetns(host, func() (err error) { hostLn, err = net.Listen("tcp", "172.31.0.1:30081"); return err }); err != nil {
 		t.Fatal(err)
@@ -68,6 +70,8 @@ func TestLocalNodePort(t *testing.T) {
 	rules := []Rule{
 		{Protocol: svcmodel.TCP.IPProto(), NodeIP: node, NodePort: 30080, ClusterIP: svc, Port: 80},
 		{Protocol: svcmodel.UDP.IPProto(), NodeIP: node, NodePort: 30080, ClusterIP: svc, Port: 80},
+		{Protocol: svcmodel.TCP.IPProto(), NodeIP: node, NodePort: 30082, ClusterIP: svc, Port: 81, KeepSource: true},
+		{Protocol: svcmodel.UDP.IPProto(), NodeIP: node, NodePort: 30082, ClusterIP: svc, Port: 81, KeepSource: true},
 	}
 	for i := 0; i < 2; i++ { // the second Sync replaces the table with the same rules
 		inHost(func() error { return nat.Sync(ctx, rules) })
@@ -83,6 +87,14 @@ func TestLocalNodePort(t *testing.T) {
 	}
 	if got := ask("tcp", "10.96.5.5:80"); got != "svc 10.9.0.2" {
 		t.Errorf("the ClusterIP itself: %q", got)
+	}
+	// An externalTrafficPolicy=Local NodePort keeps the node IP, from a short-circuit port.
+	for _, proto := range []string{"tcp", "udp"} {
+		got := ask(proto, "172.31.0.1:30082")
+		from, err := netip.ParseAddrPort(strings.TrimPrefix(got, "short "))
+		if err != nil || from.Addr() != node || from.Port() < contract.ShortCircuitPortMin {
+			t.Errorf("%s to the NodePort that keeps the source: %q, want the node IP and a port from %d", proto, got, contract.ShortCircuitPortMin)
+		}
 	}
 	// Another table's DNAT to the same backend (an operator's, a hostPort's) is not ours to
 	// masquerade: it keeps its source, as if our table were not there (security audit L4).
@@ -166,6 +178,13 @@ func testNode(ctx context.Context, t *testing.T, r *harness.Run, mgmt string) (h
 // connection or datagram with "tag <client address>".
 func serveEcho(t *testing.T, netns, addr, tag string) {
 	t.Helper()
+	serveAnswer(t, netns, addr, func(from netip.AddrPort) string { return tag + " " + from.Addr().String() })
+}
+
+// serveAnswer listens on addr over TCP and UDP in netns until the test ends, and answers each
+// connection or datagram with answer(its client's address and port).
+func serveAnswer(t *testing.T, netns, addr string, answer func(from netip.AddrPort) string) {
+	t.Helper()
 	var ln net.Listener
 	var pc net.PacketConn
 	if err := harness.InNetns(netns, func() (err error) {
@@ -184,7 +203,7 @@ func serveEcho(t *testing.T, netns, addr, tag string) {
 			if err != nil {
 				return
 			}
-			c.Write([]byte(tag + " " + c.RemoteAddr().(*net.TCPAddr).IP.String() + "\n"))
+			c.Write([]byte(answer(c.RemoteAddr().(*net.TCPAddr).AddrPort()) + "\n"))
 			c.Close()
 		}
 	}()
@@ -195,7 +214,7 @@ func serveEcho(t *testing.T, netns, addr, tag string) {
 			if err != nil {
 				return
 			}
-			pc.WriteTo([]byte(tag+" "+from.(*net.UDPAddr).IP.String()+"\n"), from)
+			pc.WriteTo([]byte(answer(from.(*net.UDPAddr).AddrPort())+"\n"), from)
 		}
 	}()
 }

@@ -94,7 +94,7 @@ func TestHealthCheckAgreesWithGatewayRouterLB(t *testing.T) {
 			if got := localEndpoints(s, ports, own, n.Name); !slices.Equal(got, want) {
 				t.Errorf("%s, %s: health check endpoints %v, want %v", tc.name, n.Name, got, want)
 			}
-			hc, ok := Desired([]*corev1.Service{s}, tc.slices, n.Name, n.IP, allowAll).Health[32000]
+			hc, ok := Desired([]*corev1.Service{s}, tc.slices, n.Name, n.IP, pods, allowAll).Health[32000]
 			if !ok || hc.LocalEndpoints != len(want) {
 				t.Errorf("%s, %s: health check %+v (present %v), want %d endpoints %v", tc.name, n.Name, hc, ok, len(want), want)
 			}
@@ -153,7 +153,7 @@ func TestExternalIPPolicyAgreesWithMaster(t *testing.T) {
 	})
 	admitted := []string{"192.0.2.10", "192.0.2.20"}
 
-	st := Desired([]*corev1.Service{hijack}, nil, "node1", nodeIP, policy)
+	st := Desired([]*corev1.Service{hijack}, nil, "node1", nodeIP, pods, policy)
 	var entry []string
 	nodePorts := 0
 	for _, p := range st.NodePorts {

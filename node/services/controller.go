@@ -34,6 +34,8 @@ type Gateway interface {
 type Config struct {
 	NodeName string
 	NodeIP   netip.Addr
+	// PodNetworks are the cluster's pod networks (Desired).
+	PodNetworks []netip.Prefix
 	// AllowedExternalIPs and Reserved are the external IP policy's ranges (what the master
 	// is given): the Services' external and ingress IPs get an entry point only if
 	// svcmodel.ExternalIPPolicy admits them, with every node's address refused.
@@ -134,7 +136,7 @@ func (c *Controller) sync(ctx context.Context) error {
 		return err
 	}
 	policy := svcmodel.NewExternalIPPolicy(c.cfg.AllowedExternalIPs, c.cfg.Reserved, nodes)
-	st := Desired(c.cfg.Limits.Admitted(svcs), eps, c.cfg.NodeName, c.cfg.NodeIP, policy)
+	st := Desired(c.cfg.Limits.Admitted(svcs), eps, c.cfg.NodeName, c.cfg.NodeIP, c.cfg.PodNetworks, policy)
 	if c.cfg.Gateway != nil && !slices.Equal(st.NodePorts, c.lastPorts) {
 		c.cfg.Gateway.SetNodePorts(st.NodePorts)
 		c.lastPorts = st.NodePorts

@@ -102,7 +102,7 @@ func TestController(t *testing.T) {
 	ip := netip.MustParseAddr("127.0.0.1")
 	client := fake.NewClientset()
 	gw, nat := &fakeGateway{}, &fakeNAT{}
-	c := New(Config{NodeName: "node1", NodeIP: ip, Gateway: gw, NAT: nat}, client, logr.Discard())
+	c := New(Config{NodeName: "node1", NodeIP: ip, PodNetworks: pods, Gateway: gw, NAT: nat}, client, logr.Discard())
 	runController(t, client, c)
 	ctx := t.Context()
 
@@ -117,7 +117,8 @@ func TestController(t *testing.T) {
 	}
 	want := []gateway.NodePort{{Protocol: openflow.IPProtoTCP, Port: 30080}}
 	eventually(t, "the NodePort at the gateway", func() bool { return slices.Equal(gw.get(), want) })
-	wantNAT := []localnat.Rule{{Protocol: openflow.IPProtoTCP, NodeIP: ip, NodePort: 30080, ClusterIP: netip.MustParseAddr("10.96.0.10"), Port: 80}}
+	// externalTrafficPolicy=Local: the host's own connection keeps the node IP.
+	wantNAT := []localnat.Rule{{Protocol: openflow.IPProtoTCP, NodeIP: ip, NodePort: 30080, ClusterIP: netip.MustParseAddr("10.96.0.10"), Port: 80, KeepSource: true}}
 	eventually(t, "the local NAT rule", func() bool { return slices.Equal(nat.get(), wantNAT) })
 	status := func() int {
 		resp, err := (&http.Client{Timeout: time.Second}).Get("http://" + netip.AddrPortFrom(ip, hcPort).String() + "/")

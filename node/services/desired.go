@@ -43,8 +43,11 @@ type State struct {
 // Desired returns what the node must do for svcs and their slices (any namespace; a slice
 // belongs to the Service its kubernetes.io/service-name label names in its namespace). It is a
 // translation of svcmodel's reading of each Service, the one the master's load balancers are
-// built from; external and ingress IPs are those policy admits, as on the master.
-func Desired(svcs []*corev1.Service, eps []*discovery.EndpointSlice, node string, nodeIP netip.Addr, policy svcmodel.ExternalIPPolicy) State {
+// built from; external and ingress IPs are those policy admits, as on the master. podNetworks
+// are the cluster's pod networks: the host's own connection to an externalTrafficPolicy=Local
+// NodePort keeps the node IP as its source only while every backend is a pod.
+func Desired(svcs []*corev1.Service, eps []*discovery.EndpointSlice, node string, nodeIP netip.Addr, podNetworks []netip.Prefix,
+	policy svcmodel.ExternalIPPolicy) State {
 	bySvc := map[[2]string][]*discovery.EndpointSlice{}
 	for _, s := range eps {
 		if name := s.Labels[discovery.LabelServiceName]; name != "" {
@@ -61,11 +64,13 @@ func Desired(svcs []*corev1.Service, eps []*discovery.EndpointSlice, node string
 		ports, _ := svcmodel.Ports(svc)
 		external, _ := svcmodel.ExternalIPs(svc, policy)
 		clusterIPs, _ := svcmodel.ClusterIPs(svc)
+		own := bySvc[[2]string{svc.Namespace, svc.Name}]
 		for _, p := range ports {
-			st.entryPoints(p, clusterIPs, external, nodeIP)
+			keep := svcmodel.ExternalLocal(svc) && inside(svcmodel.Usable(svcmodel.Endpoints(own, p), svc), podNetworks)
+			st.entryPoints(p, clusterIPs, external, nodeIP, keep)
 		}
 		if hc := svc.Spec.HealthCheckNodePort; hc > 0 && hc <= 65535 && svcmodel.ExternalLocal(svc) {
-			local := localEndpoints(svc, ports, bySvc[[2]string{svc.Namespace, svc.Name}], node)
+			local := localEndpoints(svc, ports, own, node)
 			st.Health[uint16(hc)] = HealthCheck{Namespace: svc.Namespace, Name: svc.Name, LocalEndpoints: len(local)}
 		}
 	}
@@ -77,8 +82,9 @@ func Desired(svcs []*corev1.Service, eps []*discovery.EndpointSlice, node string
 }
 
 // entryPoints adds port p's gateway bridge entry points (its NodePort on the node IP, its
-// port on every external and ingress IP) and the host's local NodePort rule.
-func (st *State) entryPoints(p svcmodel.Port, clusterIPs, external []netip.Addr, nodeIP netip.Addr) {
+// port on every external and ingress IP) and the host's local NodePort rule, which keeps the
+// node IP as the source if keepSource (localnat.Rule.KeepSource).
+func (st *State) entryPoints(p svcmodel.Port, clusterIPs, external []netip.Addr, nodeIP netip.Addr, keepSource bool) {
 	if p.Port <= 0 || p.Port > 65535 {
 		return // the API server refuses it; the bridge's ports are 16 bits
 	}
@@ -90,7 +96,7 @@ func (st *State) entryPoints(p svcmodel.Port, clusterIPs, external []netip.Addr,
 		// host reaches the Service by.
 		if len(clusterIPs) > 0 && nodeIP.Is4() && p.Proto != svcmodel.SCTP {
 			st.LocalNAT = append(st.LocalNAT, localnat.Rule{Protocol: proto, NodeIP: nodeIP,
-				NodePort: uint16(p.NodePort), ClusterIP: clusterIPs[0], Port: port})
+				NodePort: uint16(p.NodePort), ClusterIP: clusterIPs[0], Port: port, KeepSource: keepSource})
 		}
 	}
 	for _, ip := range external {
@@ -112,4 +118,14 @@ func localEndpoints(svc *corev1.Service, ports []svcmodel.Port, eps []*discovery
 	}
 	slices.SortFunc(out, netip.Addr.Compare)
 	return slices.Compact(out)
+}
+
+// inside reports whether every endpoint of eps is in one of nets.
+func inside(eps []svcmodel.Endpoint, nets []netip.Prefix) bool {
+	for _, e := range eps {
+		if !slices.ContainsFunc(nets, func(n netip.Prefix) bool { return n.Contains(e.IP) }) {
+			return false
+		}
+	}
+	return true
 }

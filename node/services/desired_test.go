@@ -16,7 +16,10 @@ import (
 	"github.com/ovn-transparent/ovn-transparent/node/localnat"
 )
 
-var nodeIP = netip.MustParseAddr("172.18.0.1")
+var (
+	nodeIP = netip.MustParseAddr("172.18.0.1")
+	pods   = []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}
+)
 
 func svc(name string, typ corev1.ServiceType, mut func(*corev1.Service)) *corev1.Service {
 	s := &corev1.Service{
@@ -90,7 +93,7 @@ func TestDesiredEntryPoints(t *testing.T) {
 			s.Spec.Ports = []corev1.ServicePort{{Protocol: corev1.ProtocolSCTP, Port: 9, NodePort: 31002}}
 		}),
 	}
-	got := Desired(svcs, nil, "node1", nodeIP, allowAll)
+	got := Desired(svcs, nil, "node1", nodeIP, pods, allowAll)
 	wantPorts := []gateway.NodePort{
 		{Protocol: tcp, Port: 80, IP: vip}, // eip and lb: one entry
 		{Protocol: tcp, Port: 80, IP: ing},
@@ -114,6 +117,73 @@ func TestDesiredEntryPoints(t *testing.T) {
 	}
 	if len(got.Health) != 0 {
 		t.Errorf("health checks without ETP Local: %v", got.Health)
+	}
+}
+
+// The host's own connection to an externalTrafficPolicy=Local NodePort keeps the node IP as
+// its source (kube-proxy's short circuit; upstream "... when ExternalTrafficPolicy changes"),
+// unless a backend is not a pod: a host-network endpoint (another node's address, or this
+// node's) or an address outside the cluster would answer the node IP past the node switch
+// that must undo the DNAT. Per port: a port whose endpoints are all pods keeps it.
+func TestDesiredKeepSource(t *testing.T) {
+	tcp, udp := openflow.IPProtoTCP, openflow.IPProtoUDP
+	local := func(name, clusterIP string, nodePorts ...int32) *corev1.Service {
+		return svc(name, corev1.ServiceTypeNodePort, func(s *corev1.Service) {
+			s.Spec.ClusterIP = clusterIP
+			s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+			for i := range s.Spec.Ports {
+				s.Spec.Ports[i].NodePort = nodePorts[i]
+			}
+		})
+	}
+	svcs := []*corev1.Service{
+		local("pods", "10.96.0.1", 30001, 30002),
+		local("no-endpoints", "10.96.0.2", 30003, 30004),
+		local("host-network", "10.96.0.3", 30005, 30006),
+		local("own-host", "10.96.0.4", 30007, 30008),
+		local("outside", "10.96.0.5", 30009, 30010),
+		svc("cluster", corev1.ServiceTypeNodePort, func(s *corev1.Service) {
+			s.Spec.ClusterIP = "10.96.0.6"
+			s.Spec.Ports[0].NodePort, s.Spec.Ports[1].NodePort = 30011, 30012
+		}),
+	}
+	// The UDP port of "host-network" has only pod endpoints (a slice of its own).
+	hn := slice("host-network", "hn", ep{addr: "172.18.0.2", node: "node2"})
+	hn.Ports = hn.Ports[:1]
+	hnUDP := slice("host-network", "hn-udp", ep{addr: "10.244.2.5", node: "node2"})
+	hnUDP.Ports = hnUDP.Ports[1:]
+	eps := []*discovery.EndpointSlice{
+		slice("pods", "x", ep{addr: "10.244.2.5", node: "node2"}, ep{addr: "10.244.3.5", node: "node3"}),
+		hn, hnUDP,
+		slice("own-host", "x", ep{addr: "10.244.2.5", node: "node2"}, ep{addr: nodeIP.String(), node: "node1"}),
+		slice("outside", "x", ep{addr: "192.0.2.7"}),
+		slice("cluster", "x", ep{addr: "10.244.2.5", node: "node2"}),
+	}
+	rule := func(proto uint8, nodePort uint16, clusterIP string, port uint16, keep bool) localnat.Rule {
+		return localnat.Rule{Protocol: proto, NodeIP: nodeIP, NodePort: nodePort, ClusterIP: netip.MustParseAddr(clusterIP), Port: port, KeepSource: keep}
+	}
+	want := []localnat.Rule{
+		rule(tcp, 30001, "10.96.0.1", 80, true),
+		rule(tcp, 30003, "10.96.0.2", 80, true),
+		rule(tcp, 30005, "10.96.0.3", 80, false),
+		rule(tcp, 30007, "10.96.0.4", 80, false),
+		rule(tcp, 30009, "10.96.0.5", 80, false),
+		rule(tcp, 30011, "10.96.0.6", 80, false),
+		rule(udp, 30002, "10.96.0.1", 53, true),
+		rule(udp, 30004, "10.96.0.2", 53, true),
+		rule(udp, 30006, "10.96.0.3", 53, true),
+		rule(udp, 30008, "10.96.0.4", 53, false),
+		rule(udp, 30010, "10.96.0.5", 53, false),
+		rule(udp, 30012, "10.96.0.6", 53, false),
+	}
+	if got := Desired(svcs, eps, "node1", nodeIP, pods, allowAll).LocalNAT; !reflect.DeepEqual(got, want) {
+		t.Errorf("local NAT:\n got %v\nwant %v", got, want)
+	}
+	// Without pod networks the node knows no backend to be a pod: every rule masquerades.
+	for _, r := range Desired(svcs, eps, "node1", nodeIP, nil, allowAll).LocalNAT {
+		if r.KeepSource && r.NodePort != 30003 && r.NodePort != 30004 {
+			t.Errorf("without pod networks: %v", r)
+		}
 	}
 }
 
@@ -162,7 +232,7 @@ func TestDesiredHealthChecks(t *testing.T) {
 			return s
 		}(),
 	}
-	got := Desired(svcs, eps, "node1", nodeIP, allowAll).Health
+	got := Desired(svcs, eps, "node1", nodeIP, pods, allowAll).Health
 	want := map[uint16]HealthCheck{
 		32001: {"ns", "ready", 2},
 		32002: {"ns", "none-here", 0},
@@ -184,7 +254,7 @@ func TestDesiredNoClusterIP(t *testing.T) {
 		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
 		s.Spec.HealthCheckNodePort = 32000
 	})
-	if got := Desired([]*corev1.Service{s}, nil, "node1", nodeIP, allowAll); len(got.NodePorts)+len(got.LocalNAT)+len(got.Health) != 0 {
+	if got := Desired([]*corev1.Service{s}, nil, "node1", nodeIP, pods, allowAll); len(got.NodePorts)+len(got.LocalNAT)+len(got.Health) != 0 {
 		t.Errorf("a Service without a ClusterIP: %+v", got)
 	}
 }

@@ -48,7 +48,8 @@ func TestServiceNodePortFromOutside(t *testing.T) {
 
 // TestServiceExternalTrafficPolicyLocal: only node1 has an endpoint. From the external host,
 // node1 answers with the client IP kept, node2 does not forward until it has an endpoint of
-// its own; a pod of node1 reaches node1's NodePort.
+// its own; a host reaching its own NodePort keeps its address; a pod of node1 reaches
+// node1's NodePort.
 func TestServiceExternalTrafficPolicyLocal(t *testing.T) {
 	ns := testNamespace(t)
 	svc := etpLocalService(t, ns)
@@ -63,6 +64,22 @@ func TestServiceExternalTrafficPolicyLocal(t *testing.T) {
 	t.Run("node without endpoints does not forward", func(t *testing.T) {
 		expectNoAnswer(t, cl.External.Netns, tcp, addrPort(cl.Node("node2").IP, np))
 	})
+	// A host's own connection to its node's NodePort is answered by any endpoint and keeps
+	// the node IP as its source (kube-proxy's short circuit; upstream "NodePort and
+	// HealthCheckNodePort ... when ExternalTrafficPolicy changes"): the backend on node1
+	// answers node2's IP, at a port the cluster router sends back through node2's
+	// management port, where node2's switch undoes the DNAT.
+	for _, node := range []string{"node2", "node1"} {
+		t.Run(node+"'s host to its own NodePort keeps its address", func(t *testing.T) {
+			ip := cl.Node(node).IP
+			for range 3 { // new connections each time, each from a new source port
+				got := waitAnswer(t, cl.Node(node).Netns, tcp, addrPort(ip, np), ns+"/a")
+				if got.client.String() != ip {
+					t.Fatalf("the backend saw %s, want %s's address %s", got.client, node, ip)
+				}
+			}
+		})
+	}
 	// A pod reaching its own node's NodePort: the cluster router's policy for the node IP
 	// (pods reach their host through the management port) must not take it past the VIP
 	// to the host, which has no NodePort for it (the node switch balances it).
