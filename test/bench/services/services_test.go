@@ -4,8 +4,10 @@
 // data plane): cold convergence of many Services, single EndpointSlice change latency, NB
 // writes per change, NB rows per Service as nodes grow, and master memory. Run it with
 // `make bench-services`; SVCBENCH_SERVICES, SVCBENCH_ENDPOINTS, SVCBENCH_NODES,
-// SVCBENCH_MORE_NODES and SVCBENCH_CHANGES change the sizes; SVCBENCH_MASTER_ARGS adds master
-// flags; OVNT_KEEP_LOGS=1 keeps the daemons' logs.
+// SVCBENCH_MORE_NODES and SVCBENCH_CHANGES change the sizes; SVCBENCH_LOCAL_EVERY=k makes every
+// k-th Service a NodePort with externalTrafficPolicy=Local (its load balancers per node: one
+// on each node switch, one on each gateway router); SVCBENCH_MASTER_ARGS adds master flags;
+// OVNT_KEEP_LOGS=1 keeps the daemons' logs.
 package services
 
 import (
@@ -39,6 +41,9 @@ import (
 
 const ns = "svcbench"
 
+// benchClusterCIDR is the master's cluster CIDR here: every endpointIP is in it.
+const benchClusterCIDR = "10.128.0.0/9"
+
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
 		return v
@@ -52,6 +57,11 @@ func BenchmarkServices(b *testing.B) {
 	nSvc, nEP := envInt("SVCBENCH_SERVICES", 5000), envInt("SVCBENCH_ENDPOINTS", 10)
 	nNodes, moreNodes := envInt("SVCBENCH_NODES", 10), envInt("SVCBENCH_MORE_NODES", 100)
 	nChanges := envInt("SVCBENCH_CHANGES", 200)
+	localEvery := envInt("SVCBENCH_LOCAL_EVERY", 0)
+	nLocal := 0
+	if localEvery > 0 {
+		nLocal = (nSvc + localEvery - 1) / localEvery // i = 0, k, 2k, ... below nSvc
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	r := harness.NewTestRun(b)
@@ -84,6 +94,9 @@ func BenchmarkServices(b *testing.B) {
 		s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: svcName(i)},
 			Spec: corev1.ServiceSpec{Selector: map[string]string{"app": svcName(i)},
 				Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(8080)}}}}
+		if localEvery > 0 && i%localEvery == 0 {
+			s.Spec.Type, s.Spec.ExternalTrafficPolicy = corev1.ServiceTypeNodePort, corev1.ServiceExternalTrafficPolicyLocal
+		}
 		if _, err := kc.CoreV1().Services(ns).Create(ctx, s, metav1.CreateOptions{}); err != nil {
 			return err
 		}
@@ -93,7 +106,8 @@ func BenchmarkServices(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	fmt.Printf("svcbench: %d Services x %d endpoints on %d nodes created in the API server in %s\n", nSvc, nEP, nNodes, time.Since(t0).Round(time.Millisecond))
+	fmt.Printf("svcbench: %d Services x %d endpoints on %d nodes created in the API server in %s (%d of them NodePorts with externalTrafficPolicy=Local)\n",
+		nSvc, nEP, nNodes, time.Since(t0).Round(time.Millisecond), nLocal)
 
 	// A watcher of the NB, as an operator's client would see it.
 	w := newWatcher(ctx, b, central.NBRemote, nEP)
@@ -104,7 +118,11 @@ func BenchmarkServices(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	args := []string{"--kubeconfig=" + kube.Kubeconfig, "--nb-address=" + central.NBRemote, "--kube-api-qps=1000", "--kube-api-burst=2000", "--health-address=" + health}
+	// The endpoints are pods: their addresses (endpointIP) are in the cluster CIDR. A Service
+	// with an endpoint outside it may be a host-network one, whose load balancers depend on
+	// the nodes, and is synced again at every node change (services.NeedsNodes).
+	args := []string{"--kubeconfig=" + kube.Kubeconfig, "--nb-address=" + central.NBRemote, "--kube-api-qps=1000", "--kube-api-burst=2000",
+		"--health-address=" + health, "--" + contract.FlagClusterCIDR + "=" + benchClusterCIDR}
 	args = append(args, strings.Fields(os.Getenv("SVCBENCH_MASTER_ARGS"))...) // e.g. --memory-limit-mib=80
 	master, err := r.Start(harness.ProcSpec{Name: "ovnt-master", Path: masterBin, Args: args})
 	if err != nil {
@@ -114,6 +132,11 @@ func BenchmarkServices(b *testing.B) {
 	w.waitConverged(ctx, b, nSvc)
 	converge := time.Since(start)
 	fmt.Printf("svcbench: cold start: master started -> NB converged (%d LBs with all backends, in the group): %s\n", nSvc, converge.Round(time.Millisecond))
+	if nLocal > 0 {
+		w.waitNodeLBs(ctx, b, 2*nLocal*nNodes)
+		fmt.Printf("svcbench: cold start: master started -> the %d per-node LBs of the externalTrafficPolicy=Local Services written: %s\n",
+			2*nLocal*nNodes, time.Since(start).Round(time.Millisecond))
+	}
 	fmt.Printf("svcbench: master memory after convergence: %s\n", benchutil.ProcMem(b, master.Pid()))
 
 	// After converging, the master re-syncs every key once (finding nothing to do) and
@@ -141,8 +164,14 @@ func BenchmarkServices(b *testing.B) {
 	fmt.Printf("svcbench: NB rows per Service with %d nodes: %s\n", nNodes, w.rowsPerService(nSvc))
 
 	if moreNodes > nNodes {
+		t := time.Now()
 		createNodes(ctx, b, kc, nNodes+1, moreNodes)
 		w.waitGroupReferrers(ctx, b, 2*moreNodes)
+		if nLocal > 0 {
+			w.waitNodeLBs(ctx, b, 2*nLocal*moreNodes)
+			fmt.Printf("svcbench: %d nodes more -> their switches, routers and %d per-node LBs written: %s\n",
+				moreNodes-nNodes, 2*nLocal*(moreNodes-nNodes), time.Since(t).Round(time.Millisecond))
+		}
 		h0 = serviceSyncs()
 		lat, rows, bytes = changes(ctx, b, kc, w, nbFile, gen, nSvc, nEP, nNodes, nChanges/2)
 		report(fmt.Sprintf("%d Services, %d nodes", nSvc, moreNodes), lat, rows, bytes)
@@ -341,6 +370,22 @@ func (w *watcher) waitGroupReferrers(ctx context.Context, b *testing.B, n int) {
 			got += min(1, len(r.LoadBalancerGroup))
 		}
 		return got >= n, fmt.Errorf("%d do", got)
+	})
+}
+
+// waitNodeLBs waits until the NB holds n per-node Service LBs (node switch and gateway
+// router ones).
+func (w *watcher) waitNodeLBs(ctx context.Context, b *testing.B, n int) {
+	poll.Eventually(b, ctx, fmt.Sprintf("%d per-node LBs", n), 10*time.Minute, 50*time.Millisecond, func() (bool, error) {
+		var lbs []nbdb.LoadBalancer
+		_ = w.Client.List(ctx, &lbs)
+		got := 0
+		for _, lb := range lbs {
+			if strings.HasPrefix(lb.Name, "Service_"+ns+"/") && !strings.HasSuffix(lb.Name, "_cluster") {
+				got++
+			}
+		}
+		return got >= n, fmt.Errorf("%d written", got)
 	})
 }
 
