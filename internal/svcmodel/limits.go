@@ -62,7 +62,27 @@ func (l Limits) Refused(svcs []*corev1.Service) map[string]Problem {
 	for _, s := range svcs {
 		byNS[s.Namespace] = append(byNS[s.Namespace], s)
 	}
+	tooLarge := func(key string, n int) {
+		out[key] = Problem{ReasonServiceTooLarge, fmt.Sprintf(
+			"%d ports x addresses (cluster, external and ingress IPs, node port) exceed the limit of %d per Service; the Service is not implemented",
+			n, l.PerService)}
+	}
 	for ns, list := range byNS {
+		// Most namespaces are far below their limit: then no Service is refused for the
+		// namespace's sake, whatever the order, and nothing needs sorting (the master asks
+		// this for every Service it syncs).
+		total := 0
+		for _, s := range list {
+			total += Frontends(s)
+		}
+		if l.PerNamespace <= 0 || total <= l.PerNamespace {
+			for _, s := range list {
+				if n := Frontends(s); l.PerService > 0 && n > l.PerService {
+					tooLarge(ns+"/"+s.Name, n)
+				}
+			}
+			continue
+		}
 		list = slices.Clone(list)
 		slices.SortFunc(list, func(a, b *corev1.Service) int {
 			if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
@@ -76,9 +96,7 @@ func (l Limits) Refused(svcs []*corev1.Service) map[string]Problem {
 			key := ns + "/" + s.Name
 			switch {
 			case l.PerService > 0 && n > l.PerService:
-				out[key] = Problem{ReasonServiceTooLarge, fmt.Sprintf(
-					"%d ports x addresses (cluster, external and ingress IPs, node port) exceed the limit of %d per Service; the Service is not implemented",
-					n, l.PerService)}
+				tooLarge(key, n)
 			case l.PerNamespace > 0 && used+n > l.PerNamespace:
 				out[key] = Problem{ReasonServiceTooLarge, fmt.Sprintf(
 					"%d ports x addresses, with the %d of the namespace's older Services, exceed the limit of %d per namespace; the Service is not implemented",

@@ -68,4 +68,12 @@ func TestLimitsRefused(t *testing.T) {
 	if r := (Limits{}).Refused([]*corev1.Service{audit}); len(r) != 0 {
 		t.Errorf("no limits refused %v", r)
 	}
+	// A namespace far below its limit (the shortcut without sorting) or without one still
+	// has each Service held to the per-Service limit.
+	big, small := sized("c", "big", 10, 0), sized("c", "small", 5, time.Minute) // 40, 20
+	for _, l := range []Limits{{PerService: 30, PerNamespace: 1000}, {PerService: 30}} {
+		if r := l.Refused([]*corev1.Service{small, big}); len(r) != 1 || r["c/big"].Reason != ReasonServiceTooLarge {
+			t.Errorf("%+v refused %v, want c/big alone", l, r)
+		}
+	}
 }

@@ -43,10 +43,14 @@ func newServiceReconciler(s *shared, w *watcher) (*serviceReconciler, error) {
 	}, hintedByService: hintedSliceService}); err != nil {
 		return nil, fmt.Errorf("controller: endpointslice index: %w", err)
 	}
-	err := w.handle(svcInf.Informer(), cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
+	err := w.handle(svcInf.Informer(), cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initialList bool) {
 			w.addObject(nb.Service, obj)
-			s.namespaceLimitChanged(w, obj)
+			// The informer's first list enqueues every Service anyway: enqueueing the whole
+			// namespace again for each of them costs the square of its size at start-up.
+			if !initialList {
+				s.namespaceLimitChanged(w, obj)
+			}
 		},
 		UpdateFunc: func(old, cur any) {
 			o, n := old.(*corev1.Service), cur.(*corev1.Service)
