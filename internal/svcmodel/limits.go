@@ -62,43 +62,34 @@ func (l Limits) Refused(svcs []*corev1.Service) map[string]Problem {
 	for _, s := range svcs {
 		byNS[s.Namespace] = append(byNS[s.Namespace], s)
 	}
-	tooLarge := func(key string, n int) {
-		out[key] = Problem{ReasonServiceTooLarge, fmt.Sprintf(
-			"%d ports x addresses (cluster, external and ingress IPs, node port) exceed the limit of %d per Service; the Service is not implemented",
-			n, l.PerService)}
-	}
 	for ns, list := range byNS {
-		// Most namespaces are far below their limit: then no Service is refused for the
-		// namespace's sake, whatever the order, and nothing needs sorting (the master asks
-		// this for every Service it syncs).
+		// The order decides which Services a namespace over its limit refuses. A namespace
+		// whose Services fit together (most are far below the limit) refuses none for its
+		// own sake whatever the order, and needs no sorting: the master asks this at every
+		// Service's sync.
 		total := 0
 		for _, s := range list {
 			total += Frontends(s)
 		}
-		if l.PerNamespace <= 0 || total <= l.PerNamespace {
-			for _, s := range list {
-				if n := Frontends(s); l.PerService > 0 && n > l.PerService {
-					tooLarge(ns+"/"+s.Name, n)
+		if l.PerNamespace > 0 && total > l.PerNamespace {
+			list = slices.Clone(list)
+			slices.SortFunc(list, func(a, b *corev1.Service) int {
+				if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+					return c
 				}
-			}
-			continue
+				return cmp.Compare(a.Name, b.Name)
+			})
 		}
-		list = slices.Clone(list)
-		slices.SortFunc(list, func(a, b *corev1.Service) int {
-			if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
-				return c
-			}
-			return cmp.Compare(a.Name, b.Name)
-		})
 		used := 0
 		for _, s := range list {
 			n := Frontends(s)
-			key := ns + "/" + s.Name
 			switch {
 			case l.PerService > 0 && n > l.PerService:
-				tooLarge(key, n)
+				out[ns+"/"+s.Name] = Problem{ReasonServiceTooLarge, fmt.Sprintf(
+					"%d ports x addresses (cluster, external and ingress IPs, node port) exceed the limit of %d per Service; the Service is not implemented",
+					n, l.PerService)}
 			case l.PerNamespace > 0 && used+n > l.PerNamespace:
-				out[key] = Problem{ReasonServiceTooLarge, fmt.Sprintf(
+				out[ns+"/"+s.Name] = Problem{ReasonServiceTooLarge, fmt.Sprintf(
 					"%d ports x addresses, with the %d of the namespace's older Services, exceed the limit of %d per namespace; the Service is not implemented",
 					n, used, l.PerNamespace)}
 			default:

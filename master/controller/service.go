@@ -238,7 +238,7 @@ func (r *serviceReconciler) desired(_ context.Context, key string) (desire, erro
 	}
 	if n := services.VIPs(rows); r.cfg.MaxServiceVIPs > 0 && n > r.cfg.MaxServiceVIPs {
 		r.warn(svc, svcmodel.ReasonServiceTooLarge,
-			"its load balancers would carry %d VIPs (frontends times nodes with a traffic policy Local topology hints or host-network endpoints), over the limit of %d per Service; the Service is not implemented",
+			"its load balancers would carry %d VIPs (frontends times nodes, for a traffic policy Local, topology hints or host-network endpoints), over the limit of %d per Service; the Service is not implemented",
 			n, r.cfg.MaxServiceVIPs)
 		return desire{}, nil
 	}

@@ -13,11 +13,12 @@ import (
 
 // clusterLBs are the Service's cluster load balancers, one per protocol, in the cluster
 // load balancer group: the ClusterIP VIPs (unless internalTrafficPolicy is Local, topology
-// hints apply to the port or an endpoint is a node's own address: then each
-// node switch has its own, nodeSwitchLBs) and the external and ingress IP VIPs (unless
+// hints apply to the port or an endpoint is a node's own address: then each node switch has
+// its own, nodeSwitchLBs) and the external and ingress IP VIPs (unless
 // externalTrafficPolicy is Local or an endpoint is a node's own address: then each gateway
-// router has its own, nodeRouterLBs), with every usable endpoint. Each port's protocol gets its load balancer even without a VIP, so that the
-// NodePort stage finds it; rows drops the empty ones.
+// router has its own, nodeRouterLBs), with every usable endpoint. Each port's protocol gets
+// its load balancer even without a VIP, so that the NodePort stage finds it; rows drops the
+// empty ones.
 func clusterLBs(c config) lbSet {
 	lbs := lbSet{}
 	for _, p := range c.ports {
