@@ -149,7 +149,7 @@ func New(cfg Config, kube kubernetes.Interface, nbc client.Client, recorder reco
 	}
 	c.shared = &shared{
 		cfg:        cfg,
-		topo:       topology.Config{ClusterCIDR: cfg.ClusterCIDR, JoinSubnet: cfg.JoinSubnet},
+		topo:       topology.Config{ClusterCIDR: cfg.ClusterCIDR, JoinSubnet: cfg.JoinSubnet, ServiceCIDRs: cfg.ServiceCIDRs},
 		kube:       kube,
 		view:       nb.NewCacheView(nbc),
 		ipam:       state,

@@ -252,17 +252,16 @@ func (r *serviceReconciler) serviceNodes() ([]services.Node, error) {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
 	out := make([]services.Node, 0, len(list))
+	ips := r.topo.NodeIPs(list) // only addresses that are the nodes' own (topology.CheckNodeIP)
 	for _, n := range list {
 		sn := services.Node{Name: n.Name, Zone: n.Labels[corev1.LabelTopologyZone]}
 		var subnet netip.Prefix
 		if subnet, sn.HasSwitch = r.ipam.NodeSubnet(n.Name); sn.HasSwitch {
 			sn.MgmtIP = contract.ManagementIP(subnet)
 		}
-		if info, err := contract.ParseNodeChassis(n.Annotations[contract.NodeChassisKey]); err == nil {
-			if p, err := netip.ParsePrefix(info.NodeIP); err == nil && p.Addr().Is4() {
-				if _, ok := r.ipam.JoinIP(n.Name); ok {
-					sn.IP = p.Addr()
-				}
+		if ip, ok := ips[n.Name]; ok {
+			if _, ok := r.ipam.JoinIP(n.Name); ok {
+				sn.IP = ip
 			}
 		}
 		out = append(out, sn)
