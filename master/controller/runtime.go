@@ -65,8 +65,8 @@ type Config struct {
 	// policy Local). Zero values: no limit.
 	ServiceLimits  svcmodel.Limits
 	MaxServiceVIPs int
-	// MaxPolicySize bounds one NetworkPolicy's ACLs and peer address sets; a larger one
-	// fails closed (netpol.Input.MaxSize). Zero: no limit.
+	// MaxPolicySize bounds one NetworkPolicy's ACLs, peer address sets and ipBlock
+	// prefixes; a larger one fails closed (netpol.Input.MaxSize). Zero: no limit.
 	MaxPolicySize int
 	// NBOverflow receives a value when the NB client dropped cache events (nb.WatchOverflow):
 	// every key is then synced again. Nil: never.
