@@ -1,6 +1,7 @@
 package docs
 
 import (
+	"context"
 	"net/netip"
 	"os"
 	"reflect"
@@ -198,7 +199,7 @@ func builtRows(t *testing.T) []nb.Row {
 		rows = append(rows, lbs...)
 	}
 
-	out, err := netpol.Translate(netpol.Input{
+	out, err := netpol.Translate(context.Background(), netpol.Input{
 		Policy: &networkingv1.NetworkPolicy{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"},
 			Spec: networkingv1.NetworkPolicySpec{

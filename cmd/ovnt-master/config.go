@@ -37,7 +37,7 @@ type Config struct {
 	// ServiceLimits and MaxServiceVIPs refuse Services that are too large (audit M5).
 	ServiceLimits  svcmodel.Limits
 	MaxServiceVIPs int
-	MaxPolicySize  int // ACLs and peer address sets of one NetworkPolicy
+	MaxPolicySize  int // ACLs, peer address sets and ipBlock prefixes of one NetworkPolicy
 	LeaderElect    bool
 	// LeaderElectNamespace and LeaderElectName name the coordination.k8s.io Lease the
 	// masters compete for.
@@ -74,8 +74,10 @@ func flags() []cli.Flag {
 		cliapp.String(contract.FlagAllowedExternalIPCIDRs, "", "ranges Services may claim as externalIPs or LoadBalancer ingress IPs, comma separated; empty allows none. Node addresses and the cluster, service and join ranges are refused even inside them (what every ovnt-node is given)"),
 		cliapp.Int(contract.FlagMaxServiceFrontends, svcmodel.DefaultMaxServiceFrontends, "most frontends (ports times cluster, external and ingress IPs and node port) of one Service; a larger Service is not implemented, with an Event (0: no limit; what every ovnt-node is given)"),
 		cliapp.Int(contract.FlagMaxNamespaceFrontends, svcmodel.DefaultMaxNamespaceFrontends, "most frontends of all the Services of one namespace, oldest first; a Service past it is not implemented, with an Event (0: no limit; what every ovnt-node is given)"),
+		cliapp.Int(contract.FlagMaxNamespaceEntryPoints, svcmodel.DefaultMaxNamespaceEntryPoints, "most gateway entry points (ports times external and ingress IPs, and node ports) of all the Services of one namespace, oldest first, each two rules on every node's gateway bridge; a Service past it is not implemented, with an Event (0: no limit; what every ovnt-node is given)"),
+		cliapp.Int(contract.FlagMaxNamespaceVIPs, svcmodel.DefaultMaxNamespaceVIPs, "most load balancer VIPs of all the Services of one namespace, oldest first (frontends, a node port twice, and once more per node for a traffic policy Local, node port affinity or a traffic distribution); a Service past it is not implemented, with an Event (0: no limit)"),
 		cliapp.Int("max-service-vips", 50000, "most VIPs of one Service's load balancers in all (its frontends times the nodes, with a traffic policy Local); a larger Service is not implemented, with an Event (0: no limit)"),
-		cliapp.Int("max-policy-size", netpol.DefaultMaxSize, "most ACLs plus peer address sets of one NetworkPolicy; a larger policy isolates the pods it selects with no allow rule, with an Event (0: no limit)"),
+		cliapp.Int("max-policy-size", netpol.DefaultMaxSize, "most ACLs, peer address sets and ipBlock prefixes (an ipBlock less its excepts and the nodes' addresses) of one NetworkPolicy; a larger policy isolates the pods it selects with no allow rule, with an Event (0: no limit)"),
 		cliapp.String(flagControlPlaneAddresses, "", "OVN central's addresses (IPv4 addresses or CIDRs, comma separated): pods may not open connections to their --control-plane-ports unless a NetworkPolicy allows it; empty: no such rule"),
 		cliapp.String(flagControlPlanePorts, "6641,6642,6643,6644", "TCP ports of --control-plane-addresses closed to pods: OVN Northbound, Southbound and their RAFT ports"),
 		cliapp.Bool("leader-elect", true, "run leader election so that only one of several masters writes"),
@@ -119,7 +121,9 @@ func configFrom(c *cli.Context) (Config, error) {
 		GCPercent:            c.Int("gc-percent"),
 		MemoryLimitMiB:       c.Int("memory-limit-mib"),
 		ServiceLimits: svcmodel.Limits{PerService: c.Int(contract.FlagMaxServiceFrontends),
-			PerNamespace: c.Int(contract.FlagMaxNamespaceFrontends)},
+			PerNamespace:            c.Int(contract.FlagMaxNamespaceFrontends),
+			PerNamespaceEntryPoints: c.Int(contract.FlagMaxNamespaceEntryPoints),
+			PerNamespaceVIPs:        c.Int(contract.FlagMaxNamespaceVIPs)},
 		MaxServiceVIPs: c.Int("max-service-vips"),
 		MaxPolicySize:  c.Int("max-policy-size"),
 	}
@@ -178,8 +182,9 @@ func (c Config) validate() error {
 	if c.SyncTimeout <= 0 || c.NBInactivityProbe <= 0 {
 		return fmt.Errorf("--sync-timeout and --nb-inactivity-probe must be positive")
 	}
-	if c.ServiceLimits.PerService < 0 || c.ServiceLimits.PerNamespace < 0 || c.MaxServiceVIPs < 0 || c.MaxPolicySize < 0 {
-		return fmt.Errorf("--%s, --%s, --max-service-vips and --max-policy-size must not be negative", contract.FlagMaxServiceFrontends, contract.FlagMaxNamespaceFrontends)
+	if l := c.ServiceLimits; l.PerService < 0 || l.PerNamespace < 0 || l.PerNamespaceEntryPoints < 0 || l.PerNamespaceVIPs < 0 || c.MaxServiceVIPs < 0 || c.MaxPolicySize < 0 {
+		return fmt.Errorf("--%s, --%s, --%s, --%s, --max-service-vips and --max-policy-size must not be negative",
+			contract.FlagMaxServiceFrontends, contract.FlagMaxNamespaceFrontends, contract.FlagMaxNamespaceEntryPoints, contract.FlagMaxNamespaceVIPs)
 	}
 	if c.ClusterCIDR.Overlaps(c.JoinSubnet) {
 		return fmt.Errorf("--%s %s overlaps --join-subnet %s", contract.FlagClusterCIDR, c.ClusterCIDR, c.JoinSubnet)

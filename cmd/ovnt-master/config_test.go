@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/cliapp/cliapptest"
+	"github.com/ovn-transparent/ovn-transparent/internal/svcmodel"
 )
 
 // parse runs the app's flag handling (config file, environment, command line) and returns
@@ -149,12 +150,17 @@ func TestConfigServiceLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.ServiceLimits.PerService != 2000 || cfg.ServiceLimits.PerNamespace != 20000 || cfg.MaxServiceVIPs != 50000 || cfg.MaxPolicySize != 1000 {
+	if want := (svcmodel.Limits{PerService: 2000, PerNamespace: 20000, PerNamespaceEntryPoints: 2000, PerNamespaceVIPs: 100000}); cfg.ServiceLimits != want ||
+		cfg.MaxServiceVIPs != 50000 || cfg.MaxPolicySize != 5000 {
 		t.Errorf("defaults: %+v, %d VIPs, policy size %d", cfg.ServiceLimits, cfg.MaxServiceVIPs, cfg.MaxPolicySize)
 	}
-	cfg, err = parse(t, "--max-service-frontends", "0", "--max-namespace-frontends", "10", "--max-service-vips", "7")
-	if err != nil || cfg.ServiceLimits.PerService != 0 || cfg.ServiceLimits.PerNamespace != 10 || cfg.MaxServiceVIPs != 7 {
+	cfg, err = parse(t, "--max-service-frontends", "0", "--max-namespace-frontends", "10", "--max-service-vips", "7",
+		"--max-namespace-entry-points", "3", "--max-namespace-vips", "0")
+	if want := (svcmodel.Limits{PerNamespace: 10, PerNamespaceEntryPoints: 3}); err != nil || cfg.ServiceLimits != want || cfg.MaxServiceVIPs != 7 {
 		t.Errorf("set: %+v, %d VIPs, %v", cfg.ServiceLimits, cfg.MaxServiceVIPs, err)
+	}
+	if _, err := parse(t, "--max-namespace-vips", "-1"); err == nil {
+		t.Error("a negative VIP limit was accepted")
 	}
 	if _, err := parse(t, "--max-policy-size", "-1"); err == nil {
 		t.Error("a negative policy size was accepted")

@@ -52,6 +52,7 @@ func flags() []cli.Flag {
 		cliapp.String(contract.FlagAllowedExternalIPCIDRs, "", "ranges Services may claim as externalIPs or LoadBalancer ingress IPs, comma separated; empty allows none (what ovnt-master is given)"),
 		cliapp.Int(contract.FlagMaxServiceFrontends, svcmodel.DefaultMaxServiceFrontends, "most frontends (ports times cluster, external and ingress IPs and node port) of one Service; a larger Service is not implemented, with an Event (0: no limit; what ovnt-master is given)"),
 		cliapp.Int(contract.FlagMaxNamespaceFrontends, svcmodel.DefaultMaxNamespaceFrontends, "most frontends of all the Services of one namespace, oldest first; a Service past it is not implemented, with an Event (0: no limit; what ovnt-master is given)"),
+		cliapp.Int(contract.FlagMaxNamespaceEntryPoints, svcmodel.DefaultMaxNamespaceEntryPoints, "most gateway entry points (ports times external and ingress IPs, and node ports) of all the Services of one namespace, oldest first; a Service past it gets none (0: no limit; what ovnt-master is given)"),
 		cliapp.String("cni-socket", contract.CNISocket, "where the CNI plugin reaches this agent"),
 		cliapp.String("cni-bin-dir", contract.CNIBinDir, "where the CNI plugin binary is installed"),
 		cliapp.String("cni-conf-dir", contract.CNIConfDir, "where the CNI network configuration is written"),
@@ -96,7 +97,8 @@ func configFrom(c *cli.Context) (Config, error) {
 		LeakCollect:         c.Duration("leak-collect-interval"),
 		HealthAddress:       c.String("health-address"),
 		ServiceLimits: svcmodel.Limits{PerService: c.Int(contract.FlagMaxServiceFrontends),
-			PerNamespace: c.Int(contract.FlagMaxNamespaceFrontends)},
+			PerNamespace:            c.Int(contract.FlagMaxNamespaceFrontends),
+			PerNamespaceEntryPoints: c.Int(contract.FlagMaxNamespaceEntryPoints)},
 	}
 	if s := c.String("encap-ip"); s != "" {
 		ip, err := netip.ParseAddr(s)
@@ -178,8 +180,8 @@ func validate(c Config) error {
 		return fmt.Errorf("--datapath-type %q: must be system or netdev", c.DatapathType)
 	case c.UplinkIface != "" && c.GatewayBridge == "":
 		return fmt.Errorf("--gateway-bridge is empty but --uplink-interface is set")
-	case c.ServiceLimits.PerService < 0 || c.ServiceLimits.PerNamespace < 0:
-		return fmt.Errorf("--%s and --%s must not be negative", contract.FlagMaxServiceFrontends, contract.FlagMaxNamespaceFrontends)
+	case c.ServiceLimits.PerService < 0 || c.ServiceLimits.PerNamespace < 0 || c.ServiceLimits.PerNamespaceEntryPoints < 0:
+		return fmt.Errorf("--%s, --%s and --%s must not be negative", contract.FlagMaxServiceFrontends, contract.FlagMaxNamespaceFrontends, contract.FlagMaxNamespaceEntryPoints)
 	case c.GatewayResync <= 0:
 		return fmt.Errorf("--gateway-resync %s: must be positive", c.GatewayResync)
 	case c.AnnotationTTL <= 0:

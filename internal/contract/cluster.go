@@ -25,6 +25,13 @@ const (
 	// same values.
 	FlagMaxServiceFrontends   = "max-service-frontends"
 	FlagMaxNamespaceFrontends = "max-namespace-frontends"
+	// FlagMaxNamespaceEntryPoints bounds the gateway entry points (ports times external
+	// and ingress IPs, node ports) of a namespace's Services together, each two rules on
+	// every node's gateway bridge. Master and node must be given the same value.
+	FlagMaxNamespaceEntryPoints = "max-namespace-entry-points"
+	// FlagMaxNamespaceVIPs bounds the load balancer VIPs the master writes for a
+	// namespace's Services together (the master's alone).
+	FlagMaxNamespaceVIPs = "max-namespace-vips"
 )
 
 // DefaultJoinSubnet is the default of FlagJoinSubnet.

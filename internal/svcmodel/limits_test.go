@@ -2,6 +2,7 @@ package svcmodel
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -75,5 +76,82 @@ func TestLimitsRefused(t *testing.T) {
 		if r := l.Refused([]*corev1.Service{small, big}); len(r) != 1 || r["c/big"].Reason != ReasonServiceTooLarge {
 			t.Errorf("%+v refused %v, want c/big alone", l, r)
 		}
+	}
+}
+
+// Security audit 2, finding 8: within the default limits one namespace made the master write
+// 2,000,000 VIPs (40 Services of 500 ports, internalTrafficPolicy Local, 100 nodes) and the
+// nodes 38,013 gateway rules each (externalIPs). The default limits now bound what is
+// written: VIPs (master) and gateway entry points (master and nodes alike), per namespace.
+func TestLimitsBoundWhatIsWritten(t *testing.T) {
+	l := Limits{PerService: DefaultMaxServiceFrontends, PerNamespace: DefaultMaxNamespaceFrontends,
+		PerNamespaceEntryPoints: DefaultMaxNamespaceEntryPoints, PerNamespaceVIPs: DefaultMaxNamespaceVIPs}
+	local := corev1.ServiceInternalTrafficPolicyLocal
+	var svcs []*corev1.Service
+	for i := range 40 {
+		s := sized("audit", fmt.Sprintf("local-%02d", i), 500, time.Duration(i)*time.Minute)
+		s.Spec.Type, s.Spec.ExternalIPs, s.Spec.InternalTrafficPolicy = corev1.ServiceTypeClusterIP, nil, &local
+		svcs = append(svcs, s)
+	}
+	const nodes = 100
+	written := func(refused map[string]Problem, each func(*corev1.Service) int) (n, admitted int) {
+		for _, s := range svcs {
+			if _, no := refused[s.Namespace+"/"+s.Name]; !no {
+				n, admitted = n+each(s), admitted+1
+			}
+		}
+		return n, admitted
+	}
+	// 500 VIPs on each of 100 node switches and none left in the cluster LB: the estimate
+	// is the bound, one node's worth above.
+	if v := VIPs(svcs[0], nodes); v != 500*101 {
+		t.Errorf("VIPs of one Service = %d", v)
+	}
+	refused := l.RefusedOnMaster(svcs, nodes)
+	if n, admitted := written(refused, func(s *corev1.Service) int { return 500 * nodes }); n > DefaultMaxNamespaceVIPs || admitted != 1 {
+		t.Errorf("VIPs: %d Services admitted, %d VIPs written", admitted, n)
+	}
+	for k, p := range refused {
+		if p.Reason != ReasonServiceTooLarge || !strings.Contains(p.Message, "VIPs") {
+			t.Errorf("%s: %+v", k, p)
+		}
+	}
+	// The node agents do not count VIPs: they refuse none of these.
+	if r := l.Refused(svcs); len(r) != 0 {
+		t.Errorf("without nodes: refused %v", r)
+	}
+
+	// 10 Services of 100 ports on a cluster IP and 19 external IPs: 20,000 frontends, in the
+	// frontend limits, 19,000 entry points (38,000 rules on every node).
+	svcs = nil
+	for i := range 10 {
+		s := sized("ext", fmt.Sprintf("ext-%d", i), 100, time.Duration(i)*time.Minute)
+		s.Spec.Type, s.Spec.ExternalIPs = corev1.ServiceTypeClusterIP, nil
+		for j := range 19 {
+			s.Spec.ExternalIPs = append(s.Spec.ExternalIPs, fmt.Sprintf("192.0.2.%d", j+1))
+		}
+		svcs = append(svcs, s)
+	}
+	for _, r := range []map[string]Problem{l.Refused(svcs), l.RefusedOnMaster(svcs, nodes)} {
+		if n, admitted := written(r, EntryPoints); n > DefaultMaxNamespaceEntryPoints || admitted != 1 {
+			t.Errorf("entry points: %d Services admitted, %d entry points", admitted, n)
+		}
+	}
+}
+
+// Entry points: each port once per external and ingress IP and once for its NodePort.
+func TestEntryPoints(t *testing.T) {
+	s := sized("a", "s", 10, 0) // NodePort, 2 external IPs
+	if got := EntryPoints(s); got != 30 {
+		t.Errorf("EntryPoints = %d, want 30", got)
+	}
+	s.Spec.Type = corev1.ServiceTypeLoadBalancer
+	s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "198.51.100.1"}}
+	if got := EntryPoints(s); got != 40 {
+		t.Errorf("LoadBalancer EntryPoints = %d, want 40", got)
+	}
+	s.Spec.Type, s.Spec.ExternalIPs = corev1.ServiceTypeClusterIP, nil
+	if got := EntryPoints(s); got != 0 {
+		t.Errorf("ClusterIP EntryPoints = %d", got)
 	}
 }

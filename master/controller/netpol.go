@@ -458,7 +458,7 @@ func (r *policyReconciler) translate(ctx context.Context, pol *networkingv1.Netw
 		}
 		nodeIPs = svcmodel.NodeIPs(nodes)
 	}
-	out, err := netpol.Translate(netpol.Input{
+	out, err := netpol.Translate(ctx, netpol.Input{
 		Policy:     pol,
 		Pods:       pods,
 		Logging:    logging,

@@ -69,7 +69,7 @@ func (r *nodeReconciler) desired(ctx context.Context, name string) (desire, erro
 			return desire{}, fmt.Errorf("annotate node %s with subnet %s: %w", name, subnet, err)
 		}
 	}
-	rows, err := topology.NodeRows(r.topo, topology.Node{Name: name, Subnet: subnet, Gateway: r.nodeGateway(node)})
+	rows, err := topology.NodeRows(r.topo, topology.Node{Name: name, Subnet: subnet, Gateway: r.nodeGateway(ctx, node)})
 	if err != nil {
 		return desire{}, err
 	}
@@ -216,16 +216,16 @@ func nodeRow[T model.Model](ctx context.Context, view nb.View, node string, role
 
 // nodeGateway reads the node agent's chassis annotation and gives the gateway router its join
 // address. nil means no gateway router: the node agent has not published its chassis yet, or
-// what it published is unusable (an Event says so).
-func (r *nodeReconciler) nodeGateway(node *corev1.Node) *topology.Gateway {
+// what it published is unusable (an Event says so) and the master wrote none before. A
+// node whose annotation is refused keeps the gateway the master last wrote for it.
+func (r *nodeReconciler) nodeGateway(ctx context.Context, node *corev1.Node) *topology.Gateway {
 	s, has := node.Annotations[contract.NodeChassisKey]
 	if !has {
 		return nil
 	}
 	info, err := contract.ParseNodeChassis(s)
 	if err != nil {
-		r.warn(node, ReasonInvalidChassis, "no gateway router for this node: %v", err)
-		return nil
+		return r.keptGateway(ctx, node, err)
 	}
 	joinIP, err := r.ipam.AllocateJoinIP(node.Name)
 	if err != nil {
@@ -234,8 +234,12 @@ func (r *nodeReconciler) nodeGateway(node *corev1.Node) *topology.Gateway {
 	}
 	gw, err := topology.GatewayFrom(info, joinIP)
 	if err != nil {
-		r.warn(node, ReasonInvalidChassis, "no gateway router for this node: %v", err)
-		return nil
+		return r.keptGateway(ctx, node, err)
+	}
+	// The node address goes into the management port's port_security and the cluster
+	// router's reroute: never one that is not the node's (security audit 2, finding 1).
+	if err := r.checkNodeIP(node, gw.NodeIP, r.topo.CheckNodeIP); err != nil {
+		return r.keptGateway(ctx, node, err)
 	}
 	if owner := r.chassis.claim(node.Name, gw.ChassisID); owner != node.Name {
 		// Never on a node's word alone: keep the router on the chassis it has.
@@ -248,4 +252,29 @@ func (r *nodeReconciler) nodeGateway(node *corev1.Node) *topology.Gateway {
 		gw.ChassisID = prev
 	}
 	return gw
+}
+
+// checkNodeIP runs check (topology.Config.CheckNodeIP or CheckKeptNodeIP) against every node.
+func (s *shared) checkNodeIP(node *corev1.Node, ip netip.Prefix, check func(*corev1.Node, netip.Prefix, []*corev1.Node) error) error {
+	nodes, err := s.nodes.List(labels.Everything())
+	if err != nil {
+		return fmt.Errorf("list nodes: %w", err)
+	}
+	return check(node, ip, nodes)
+}
+
+// keptGateway reports why node's chassis annotation is refused and returns the gateway the
+// master last wrote for it (topology.RememberedGateway), rechecked, or nil.
+func (r *nodeReconciler) keptGateway(ctx context.Context, node *corev1.Node, why error) *topology.Gateway {
+	owned, err := r.view.Owned(ctx, nb.Key{Kind: nb.Node, Name: node.Name})
+	var gw *topology.Gateway
+	if err == nil {
+		gw = topology.RememberedGateway(owned)
+	}
+	if gw != nil && r.checkNodeIP(node, gw.NodeIP, r.topo.CheckKeptNodeIP) == nil {
+		r.warn(node, ReasonInvalidChassis, "%v; the gateway router keeps node address %s", why, gw.NodeIP)
+		return gw
+	}
+	r.warn(node, ReasonInvalidChassis, "no gateway router for this node: %v", why)
+	return nil
 }

@@ -65,8 +65,8 @@ type Config struct {
 	// policy Local). Zero values: no limit.
 	ServiceLimits  svcmodel.Limits
 	MaxServiceVIPs int
-	// MaxPolicySize bounds one NetworkPolicy's ACLs and peer address sets; a larger one
-	// fails closed (netpol.Input.MaxSize). Zero: no limit.
+	// MaxPolicySize bounds one NetworkPolicy's ACLs, peer address sets and ipBlock
+	// prefixes; a larger one fails closed (netpol.Input.MaxSize). Zero: no limit.
 	MaxPolicySize int
 	// NBOverflow receives a value when the NB client dropped cache events (nb.WatchOverflow):
 	// every key is then synced again. Nil: never.
@@ -149,7 +149,7 @@ func New(cfg Config, kube kubernetes.Interface, nbc client.Client, recorder reco
 	}
 	c.shared = &shared{
 		cfg:        cfg,
-		topo:       topology.Config{ClusterCIDR: cfg.ClusterCIDR, JoinSubnet: cfg.JoinSubnet},
+		topo:       topology.Config{ClusterCIDR: cfg.ClusterCIDR, JoinSubnet: cfg.JoinSubnet, ServiceCIDRs: cfg.ServiceCIDRs},
 		kube:       kube,
 		view:       nb.NewCacheView(nbc),
 		ipam:       state,

@@ -107,7 +107,7 @@ func newServiceReconciler(s *shared, w *watcher) (*serviceReconciler, error) {
 // applies: obj came, went or changed its number of frontends, which can admit or refuse the
 // namespace's other Services (svcmodel.Limits counts them oldest first).
 func (s *shared) namespaceLimitChanged(w *watcher, obj any) {
-	if s.cfg.ServiceLimits.PerNamespace <= 0 {
+	if !s.cfg.ServiceLimits.NamespaceLimited() {
 		return
 	}
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -136,13 +136,18 @@ func (s *shared) refusal(svc *corev1.Service) (svcmodel.Problem, bool, error) {
 		return svcmodel.Problem{}, false, nil
 	}
 	list := []*corev1.Service{svc}
-	if l.PerNamespace > 0 {
+	if l.NamespaceLimited() {
 		var err error
 		if list, err = s.services.Services(svc.Namespace).List(labels.Everything()); err != nil {
 			return svcmodel.Problem{}, false, fmt.Errorf("list services of namespace %s: %w", svc.Namespace, err)
 		}
 	}
-	p, refused := l.Refused(list)[svc.Namespace+"/"+svc.Name]
+	// The VIPs per namespace (master only) grow with the nodes.
+	nodes, err := s.nodes.List(labels.Everything())
+	if err != nil {
+		return svcmodel.Problem{}, false, fmt.Errorf("list nodes: %w", err)
+	}
+	p, refused := l.RefusedOnMaster(list, len(nodes))[svc.Namespace+"/"+svc.Name]
 	return p, refused, nil
 }
 
@@ -252,17 +257,16 @@ func (r *serviceReconciler) serviceNodes() ([]services.Node, error) {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
 	out := make([]services.Node, 0, len(list))
+	ips := r.topo.NodeIPs(list) // only addresses that are the nodes' own (topology.CheckNodeIP)
 	for _, n := range list {
 		sn := services.Node{Name: n.Name, Zone: n.Labels[corev1.LabelTopologyZone]}
 		var subnet netip.Prefix
 		if subnet, sn.HasSwitch = r.ipam.NodeSubnet(n.Name); sn.HasSwitch {
 			sn.MgmtIP = contract.ManagementIP(subnet)
 		}
-		if info, err := contract.ParseNodeChassis(n.Annotations[contract.NodeChassisKey]); err == nil {
-			if p, err := netip.ParsePrefix(info.NodeIP); err == nil && p.Addr().Is4() {
-				if _, ok := r.ipam.JoinIP(n.Name); ok {
-					sn.IP = p.Addr()
-				}
+		if ip, ok := ips[n.Name]; ok {
+			if _, ok := r.ipam.JoinIP(n.Name); ok {
+				sn.IP = ip
 			}
 		}
 		out = append(out, sn)

@@ -1,6 +1,7 @@
 package netpol
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -60,7 +61,7 @@ func TestTranslate(t *testing.T) {
 			Egress: []networkingv1.NetworkPolicyEgressRule{{Ports: []networkingv1.NetworkPolicyPort{{Protocol: &sctp}}}},
 		},
 	}
-	out, err := Translate(Input{Policy: pol, Pods: pods, Logging: Logging{Deny: "warning"},
+	out, err := Translate(context.Background(), Input{Policy: pol, Pods: pods, Logging: Logging{Deny: "warning"},
 		Management: ManagementMatch(netip.MustParsePrefix("10.244.0.0/16"), 24)})
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +108,7 @@ func TestTranslate(t *testing.T) {
 
 func TestPolicyTypesDefaults(t *testing.T) {
 	p := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "deny"}}
-	out, err := Translate(Input{Policy: p})
+	out, err := Translate(context.Background(), Input{Policy: p})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +116,7 @@ func TestPolicyTypesDefaults(t *testing.T) {
 		t.Errorf("no rules, no types: ingress isolation only, got %v", a)
 	}
 	p.Spec.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}
-	out, _ = Translate(Input{Policy: p})
+	out, _ = Translate(context.Background(), Input{Policy: p})
 	if a := acls(t, out); len(a) != 1 || a["egress-deny"] == nil {
 		t.Errorf("egress only: got %v", a)
 	}
@@ -125,7 +126,7 @@ func TestFailsClosed(t *testing.T) {
 	p := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "bad"},
 		Spec: networkingv1.NetworkPolicySpec{Ingress: []networkingv1.NetworkPolicyIngressRule{
 			{}, {From: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/33"}}}}}}}
-	out, err := Translate(Input{Policy: p, Pods: []Pod{pod("a", "10.244.1.3", nil)}})
+	out, err := Translate(context.Background(), Input{Policy: p, Pods: []Pod{pod("a", "10.244.1.3", nil)}})
 	if err == nil {
 		t.Fatal("a bad CIDR translated")
 	}
@@ -194,7 +195,7 @@ func TestIPBlockClusterInternal(t *testing.T) {
 			Spec: networkingv1.NetworkPolicySpec{Ingress: []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{
 				{IPBlock: &networkingv1.IPBlock{CIDR: tc.cidr, Except: tc.except}}}}}},
 		}
-		out, err := Translate(Input{Policy: pol, Internal: []netip.Prefix{netip.MustParsePrefix("100.64.0.0/16")}, NodeIPs: nodes})
+		out, err := Translate(context.Background(), Input{Policy: pol, Internal: []netip.Prefix{netip.MustParsePrefix("100.64.0.0/16")}, NodeIPs: nodes})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -243,7 +244,7 @@ func TestBadSelectorFailsClosed(t *testing.T) {
 		}}
 	other := pod("x", "10.244.1.9", map[string]string{"app": "web"})
 	other.Namespace = "ns2"
-	out, err := Translate(Input{Policy: p, Pods: []Pod{pod("a", "10.244.1.3", nil), pod("b", "10.244.1.4", map[string]string{"app": "db"}), other}})
+	out, err := Translate(context.Background(), Input{Policy: p, Pods: []Pod{pod("a", "10.244.1.3", nil), pod("b", "10.244.1.4", map[string]string{"app": "db"}), other}})
 	if err == nil {
 		t.Fatal("a bad selector translated")
 	}
@@ -264,12 +265,12 @@ func TestMaxSizeFailsClosed(t *testing.T) {
 	p := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "big"},
 		Spec: networkingv1.NetworkPolicySpec{Ingress: []networkingv1.NetworkPolicyIngressRule{{From: peers}}}}
 	in := Input{Policy: p, Pods: []Pod{pod("a", "10.244.1.3", nil)}}
-	out, err := Translate(in)
+	out, err := Translate(context.Background(), in)
 	if err != nil || len(out.Peers) != 20 {
 		t.Fatalf("without a limit: %v, %d peers", err, len(out.Peers))
 	}
 	in.MaxSize = 21 // 2 ACLs and 20 peers are 22
-	out, err = Translate(in)
+	out, err = Translate(context.Background(), in)
 	if err == nil || !strings.Contains(err.Error(), "limit of 21") {
 		t.Fatalf("past the limit: err %v", err)
 	}
@@ -278,7 +279,7 @@ func TestMaxSizeFailsClosed(t *testing.T) {
 		t.Errorf("not failed closed: ACLs %v, %d peers", a, len(out.Peers))
 	}
 	in.MaxSize = 22
-	if _, err := Translate(in); err != nil {
+	if _, err := Translate(context.Background(), in); err != nil {
 		t.Errorf("at the limit: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package netpol
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -24,7 +25,7 @@ func TestTranslateReadError(t *testing.T) {
 	pods := []Pod{pod("a", "10.244.1.3", nil, corev1.ContainerPort{Name: "http", ContainerPort: 80})}
 
 	for _, pol := range []*networkingv1.NetworkPolicy{withPeer, anyDest} {
-		out, err := Translate(Input{Policy: pol, Pods: pods,
+		out, err := Translate(context.Background(), Input{Policy: pol, Pods: pods,
 			PeerPods: func(Peer) ([]Pod, error) { return nil, broken },
 			AllPods:  func() ([]Pod, error) { return nil, broken },
 		})
@@ -36,7 +37,7 @@ func TestTranslateReadError(t *testing.T) {
 		}
 
 		// The same policy with readable pods translates.
-		out, err = Translate(Input{Policy: pol, Pods: pods,
+		out, err = Translate(context.Background(), Input{Policy: pol, Pods: pods,
 			PeerPods: func(Peer) ([]Pod, error) { return pods, nil },
 			AllPods:  func() ([]Pod, error) { return pods, nil },
 		})

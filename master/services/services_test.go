@@ -262,3 +262,48 @@ func TestBadInput(t *testing.T) {
 // about everything but the external IP policy.
 var allowAll = svcmodel.ExternalIPPolicy{Allowed: []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0")},
 	Reserved: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}}
+
+// svcmodel.VIPs, what --max-namespace-vips counts, is exactly the VIPs of a Service that
+// has no load balancer per node, and bounds those of one that has, on these nodes.
+func TestVIPBound(t *testing.T) {
+	local := corev1.ServiceInternalTrafficPolicyLocal
+	prefer := "PreferClose"
+	eps := []*discoveryv1.EndpointSlice{slice("http", corev1.ProtocolTCP, 8080,
+		ep{ip: "10.244.1.10", node: "node1"}, ep{ip: "10.244.2.10", node: "node2"})}
+	for name, mod := range map[string]func(*corev1.Service){
+		"ClusterIP": nil,
+		"NodePort": func(s *corev1.Service) {
+			s.Spec.Type, s.Spec.Ports[0].NodePort = corev1.ServiceTypeNodePort, 30080
+		},
+		"LoadBalancer": func(s *corev1.Service) {
+			s.Spec.Type, s.Spec.Ports[0].NodePort = corev1.ServiceTypeLoadBalancer, 30080
+			s.Spec.ExternalIPs = []string{"192.0.2.10", "192.0.2.11"}
+			s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "198.51.100.1"}}
+		},
+		"ETP Local": func(s *corev1.Service) {
+			s.Spec.Type, s.Spec.Ports[0].NodePort = corev1.ServiceTypeLoadBalancer, 30080
+			s.Spec.ExternalIPs = []string{"192.0.2.10"}
+			s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "198.51.100.1"}}
+			s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+		},
+		"ITP Local": func(s *corev1.Service) {
+			s.Spec.Type, s.Spec.Ports[0].NodePort = corev1.ServiceTypeNodePort, 30080
+			s.Spec.InternalTrafficPolicy = &local
+		},
+		"affinity": func(s *corev1.Service) {
+			s.Spec.Type, s.Spec.Ports[0].NodePort = corev1.ServiceTypeNodePort, 30080
+			s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
+		},
+		"traffic distribution": func(s *corev1.Service) { s.Spec.TrafficDistribution = &prefer },
+	} {
+		s := svc(mod)
+		rows, problems := Rows(s, eps, nodes, allowAll)
+		if len(problems) > 0 {
+			t.Fatalf("%s: %v", name, problems)
+		}
+		got, bound := VIPs(rows), svcmodel.VIPs(s, len(nodes))
+		if svcmodel.PerNode(s) && got > bound || !svcmodel.PerNode(s) && got != bound {
+			t.Errorf("%s: %d VIPs, svcmodel.VIPs %d (per node: %v)", name, got, bound, svcmodel.PerNode(s))
+		}
+	}
+}

@@ -23,6 +23,11 @@ func gatewayRows(cfg Config, n Node) ([]nb.Row, error) {
 	if g.ChassisID == "" || !g.NodeIP.Addr().Is4() || g.MAC == "" {
 		return nil, fmt.Errorf("topology: node %s: incomplete gateway %+v", n.Name, *g)
 	}
+	// The node address goes into the management port's port_security and the reroute
+	// towards it: never one of the cluster's own (the caller checks the other nodes).
+	if err := cfg.checkNodeIPRange(g.NodeIP); err != nil {
+		return nil, fmt.Errorf("topology: node %s: %w", n.Name, err)
+	}
 	id := func(r nb.Role) nb.ID { return nb.NewID(nb.Node, n.Name, r) }
 	clusterRouter := nb.NewID(nb.Cluster, nb.ClusterName, nb.ClusterRouter)
 	joinSwitch := nb.NewID(nb.Cluster, nb.ClusterName, nb.JoinSwitch)

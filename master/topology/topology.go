@@ -24,6 +24,9 @@ import (
 type Config struct {
 	ClusterCIDR netip.Prefix
 	JoinSubnet  netip.Prefix
+	// ServiceCIDRs are the Service ranges: like the two above, no node address lies in
+	// them (CheckNodeIP).
+	ServiceCIDRs []netip.Prefix
 }
 
 // ClusterRouterJoinIP is the cluster router's address on the join subnet (the first host
