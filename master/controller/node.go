@@ -24,9 +24,9 @@ import (
 // (switch, management port, gateway router and its external switch). A node's rows feed
 // other kinds: its pods wait for its switch, the cluster load balancer group hangs on its
 // switch and router, and per-node load balancers follow it.
-type nodeReconciler struct{ *shared }
+type nodeReconciler struct{ *caches }
 
-func newNodeReconciler(s *shared, w *watcher) (*nodeReconciler, error) {
+func newNodeReconciler(s *caches, w *handlers) (*nodeReconciler, error) {
 	err := w.handle(w.factory.Core().V1().Nodes().Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { w.addObject(nb.Node, obj) },
 		UpdateFunc: func(old, cur any) {
@@ -54,7 +54,7 @@ func (r *nodeReconciler) keys() ([]string, error) { return keysOf(r.nodes.List(l
 func (r *nodeReconciler) desired(ctx context.Context, name string) (desire, error) {
 	node, err := r.nodes.Get(name)
 	if apierrors.IsNotFound(err) {
-		return desire{then: func(plan *nb.Plan) ([]nb.Key, error) { return r.deleted(name, plan) }}, nil
+		return desire{afterCommit: func(plan *nb.Plan) ([]nb.Key, error) { return r.deleted(name, plan) }}, nil
 	}
 	if err != nil {
 		return desire{}, err
@@ -73,7 +73,7 @@ func (r *nodeReconciler) desired(ctx context.Context, name string) (desire, erro
 	if err != nil {
 		return desire{}, err
 	}
-	return desire{rows: rows, then: func(plan *nb.Plan) ([]nb.Key, error) { return r.changed(name, plan) }}, nil
+	return desire{rows: rows, afterCommit: func(plan *nb.Plan) ([]nb.Key, error) { return r.changed(name, plan) }}, nil
 }
 
 // changed returns the keys an applied plan of node name affects.
@@ -130,7 +130,7 @@ func (r *nodeReconciler) deleted(name string, plan *nb.Plan) ([]nb.Key, error) {
 }
 
 // podsOn returns the keys of the pods bound to node.
-func (s *shared) podsOn(node string) ([]nb.Key, error) {
+func (s *caches) podsOn(node string) ([]nb.Key, error) {
 	objs, err := s.podsByNode.ByIndex(podsByNode, node)
 	if err != nil {
 		return nil, fmt.Errorf("list pods on node %s: %w", node, err)
@@ -177,7 +177,7 @@ func (r *nodeReconciler) nodeSubnet(ctx context.Context, node *corev1.Node) (net
 }
 
 // rememberedSubnet is the subnet in other_config:subnet of the node's switch in the NB.
-func (s *shared) rememberedSubnet(ctx context.Context, node string) (netip.Prefix, bool) {
+func (s *caches) rememberedSubnet(ctx context.Context, node string) (netip.Prefix, bool) {
 	ls, ok := nodeRow[*nbdb.LogicalSwitch](ctx, s.view, node, nb.NodeSwitch)
 	if !ok {
 		return netip.Prefix{}, false
@@ -187,7 +187,7 @@ func (s *shared) rememberedSubnet(ctx context.Context, node string) (netip.Prefi
 }
 
 // rememberedJoinIP is the address of the node's gateway router port on the join switch.
-func (s *shared) rememberedJoinIP(ctx context.Context, node string) (netip.Addr, bool) {
+func (s *caches) rememberedJoinIP(ctx context.Context, node string) (netip.Addr, bool) {
 	lrp, ok := nodeRow[*nbdb.LogicalRouterPort](ctx, s.view, node, nb.GatewayJoinPort)
 	if !ok || len(lrp.Networks) != 1 {
 		return netip.Addr{}, false

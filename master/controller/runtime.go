@@ -88,7 +88,7 @@ const DefaultSyncTimeout = 30 * time.Second
 // Controller is the runtime: one informer factory, one work queue of owner keys for every
 // kind, the NB cache handler, the periodic resync and the start-up batch.
 type Controller struct {
-	*shared
+	*caches
 	nb      client.Client
 	factory informers.SharedInformerFactory
 	synced  []cache.InformerSynced
@@ -98,6 +98,8 @@ type Controller struct {
 	byKind map[nb.Kind]reconciler
 	// groups serializes the syncs of an exclusive reconciler's keys that share a group.
 	groups groupLocks
+	// gate holds the keys of the kinds whose start-up batch has not finished.
+	gate startGate
 
 	// refills counts the NB cache refills (reconnections) seen, for logs and tests.
 	refills atomic.Int64
@@ -147,7 +149,7 @@ func New(cfg Config, kube kubernetes.Interface, nbc client.Client, recorder reco
 	}}); err != nil {
 		return nil, fmt.Errorf("controller: pod index: %w", err)
 	}
-	c.shared = &shared{
+	c.caches = &caches{
 		cfg:        cfg,
 		topo:       topology.Config{ClusterCIDR: cfg.ClusterCIDR, JoinSubnet: cfg.JoinSubnet},
 		kube:       kube,
@@ -162,24 +164,24 @@ func New(cfg Config, kube kubernetes.Interface, nbc client.Client, recorder reco
 		services:   c.factory.Core().V1().Services().Lister(),
 		slices:     c.factory.Discovery().V1().EndpointSlices().Informer().GetIndexer(),
 	}
-	w := &watcher{factory: c.factory, queue: c.queue, log: log}
-	nodes, err := newNodeReconciler(c.shared, w)
+	w := &handlers{factory: c.factory, queue: c.queue, log: log}
+	nodes, err := newNodeReconciler(c.caches, w)
 	if err != nil {
 		return nil, err
 	}
-	pods, err := newPodReconciler(c.shared, w, nbc)
+	pods, err := newPodReconciler(c.caches, w, nbc)
 	if err != nil {
 		return nil, err
 	}
-	svcs, err := newServiceReconciler(c.shared, w)
+	svcs, err := newServiceReconciler(c.caches, w)
 	if err != nil {
 		return nil, err
 	}
-	policies, peers, err := newNetpolReconcilers(c.shared, nbc, w)
+	policies, peers, err := newNetpolReconcilers(c.caches, nbc, w)
 	if err != nil {
 		return nil, err
 	}
-	c.kinds = []reconciler{clusterReconciler{c.shared}, nodes, pods, svcs, peers, policies}
+	c.kinds = []reconciler{clusterReconciler{c.caches}, nodes, pods, svcs, peers, policies}
 	c.byKind = map[nb.Kind]reconciler{}
 	for _, r := range c.kinds {
 		c.byKind[r.kind()] = r
@@ -215,15 +217,19 @@ func (c *Controller) Run(ctx context.Context) error {
 			}
 		}
 	}
-	c.startup(ctx)
 	c.nb.Cache().AddEventHandler(&nbHandler{ctx: ctx, c: c})
 	c.warnCtInvMatchAtStart(ctx)
+	// The work queue turns from here on, while the start-up batch runs: the kinds it does
+	// not batch (Nodes, Pods) are never held up by one that takes long (a huge policy).
+	// The keys of a batched kind wait until its batch has finished.
+	c.gate.hold(startupKinds())
 	if err := c.enqueueAll(ctx); err != nil {
 		return err
 	}
 	c.log.Info("Started", "workers", c.cfg.Workers, "clusterCIDR", c.cfg.ClusterCIDR, "joinSubnet", c.cfg.JoinSubnet)
 
 	var wg sync.WaitGroup
+	wg.Go(func() { c.startup(ctx) })
 	if c.cfg.ResyncPeriod > 0 {
 		wg.Go(func() { c.resyncEvery(ctx, c.cfg.ResyncPeriod) })
 	}
@@ -289,9 +295,18 @@ func (c *Controller) resyncEvery(ctx context.Context, period time.Duration) {
 	}
 }
 
-// sync converges one key: its reconciler's desired rows, applied in one transaction, then
-// the keys the change affects.
+// sync is the work queue's: it converges key, unless key's kind is still in its start-up
+// batch (the batch converges it; the gate enqueues it again afterwards).
 func (c *Controller) sync(ctx context.Context, key nb.Key) error {
+	if c.gate.held(key) {
+		return nil
+	}
+	return c.converge(ctx, key)
+}
+
+// converge converges one key: its reconciler's desired rows, applied in one transaction,
+// then the keys the change affects.
+func (c *Controller) converge(ctx context.Context, key nb.Key) error {
 	r, ok := c.byKind[key.Kind]
 	if !ok {
 		return nil // a kind of another build; its rows are left alone
@@ -308,14 +323,17 @@ func (c *Controller) sync(ctx context.Context, key nb.Key) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", key, err)
 	}
-	if d.leave {
+	if d.keep {
 		return nil
 	}
-	for _, k := range d.needs {
+	for _, k := range d.syncFirst {
 		if syncing(ctx, k) {
 			continue // needs each other: the outer sync applies after this one
 		}
-		if err := c.sync(ctx, k); err != nil {
+		if c.gate.holds(k.Kind) {
+			return &waitingFor{keys: []nb.Key{k}} // in its start-up batch
+		}
+		if err := c.converge(ctx, k); err != nil {
 			return err
 		}
 	}
@@ -421,12 +439,12 @@ func (c *Controller) apply(ctx context.Context, key nb.Key, rows []nb.Row) (*nb.
 	return plan, nil
 }
 
-// followUp runs d.then after key's plan is applied and enqueues the keys it returns.
+// followUp runs d.afterCommit after key's plan is applied and enqueues the keys it returns.
 func (c *Controller) followUp(key nb.Key, d desire, plan *nb.Plan) {
-	if d.then == nil {
+	if d.afterCommit == nil {
 		return
 	}
-	keys, err := d.then(plan)
+	keys, err := d.afterCommit(plan)
 	for _, k := range keys {
 		c.queue.Add(k)
 	}
