@@ -20,6 +20,10 @@ type clusterReconciler struct{ *caches }
 
 func (clusterReconciler) kind() nb.Kind { return nb.Cluster }
 
+// batchSize: the Cluster is batched first, alone: every cluster load balancer hangs in its
+// load balancer group.
+func (clusterReconciler) batchSize() int { return 1 }
+
 func (clusterReconciler) keys() ([]string, error) { return []string{nb.ClusterName}, nil }
 
 func (r clusterReconciler) desired(ctx context.Context, key string) (desire, error) {

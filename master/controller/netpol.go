@@ -273,7 +273,7 @@ func (r *policyReconciler) rowAdded(m model.Model) []nb.Key {
 
 // prime records the peers of every policy before any sync runs, so that no peer sync
 // deletes an address set a policy about to be synced uses.
-func (r *policyReconciler) prime() error {
+func (r *policyReconciler) prime(context.Context) error {
 	pols, err := r.policies.List(labels.Everything())
 	if err != nil {
 		return err
@@ -329,6 +329,10 @@ func (st *netpolState) commit(key string, peers []netpol.Peer, namedEgress bool)
 }
 
 func (*policyReconciler) kind() nb.Kind { return nb.NetworkPolicy }
+
+// batchSize: the start-up batch converges the policies after their peers, whose address
+// sets their ACLs name (make bench-netpol measures the size).
+func (*policyReconciler) batchSize() int { return 200 }
 
 // group serializes the syncs of one namespace's policies: a pod moves only between policies
 // of its own namespace, and handOver orders those policies' writes by reading each other's
@@ -612,6 +616,8 @@ func (r *policyReconciler) selectedPods(ctx context.Context, pol *networkingv1.N
 }
 
 func (*peerReconciler) kind() nb.Kind { return nb.NetworkPolicyPeer }
+
+func (*peerReconciler) batchSize() int { return 200 }
 
 // keys are the peers some policy uses; the address sets of the others are in the NB only,
 // and the runtime enqueues them from there.

@@ -112,7 +112,7 @@ func TestNetpolReadErrorIsNotEmpty(t *testing.T) {
 	// Unreadable pods: no rows at all, and the read error.
 	st := state(failingPods{broken})
 	pols := &policyReconciler{st}
-	if err := pols.prime(); err != nil {
+	if err := pols.prime(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for _, key := range []string{"ns/deny-all", "ns/named-egress"} {

@@ -46,6 +46,10 @@ func newNodeReconciler(s *caches, w *handlers) (*nodeReconciler, error) {
 
 func (*nodeReconciler) kind() nb.Kind { return nb.Node }
 
+// prime restores the pod network's allocations (rebuild) before any node or pod sync
+// allocates.
+func (r *nodeReconciler) prime(ctx context.Context) error { return r.rebuild(ctx) }
+
 func (r *nodeReconciler) keys() ([]string, error) { return keysOf(r.nodes.List(labels.Everything())) }
 
 // desired returns a node's rows, after allocating its subnet (annotated on the node first)

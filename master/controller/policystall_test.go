@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ovn-org/libovsdb/client"
 	libovsdb "github.com/ovn-org/libovsdb/ovsdb"
@@ -130,7 +131,7 @@ func ownedRows(e *unitEnv, key nb.Key) []any {
 // served as usual.
 func TestUnitPolicyOverDeadlineFailsClosed(t *testing.T) {
 	cfg := testConfig("10.244.0.0/16")
-	cfg.SyncTimeout = 2e9 // 2 s: the translation may take half
+	cfg.SyncTimeout = 4 * time.Second // the translation may take half
 	e := newUnit(t, cfg, kubetest.Namespace("ns1", nil), kubetest.Node("node1", nil),
 		kubetest.Pod("ns1", "web", "node1", map[string]string{"app": "web"}),
 		kubetest.Pod("ns1", "db", "node1", map[string]string{"app": "db"}),

@@ -64,9 +64,16 @@ type exclusive interface {
 	group(key string) string
 }
 
-// primer is a reconciler with in-memory state to fill from the caches before any sync.
+// primer is a reconciler with in-memory state to fill from the caches (and the NB's)
+// before any sync. The kinds are primed in the order of Controller.kinds.
 type primer interface {
-	prime() error
+	prime(ctx context.Context) error
+}
+
+// globalWatcher is a reconciler that watches the one NB_Global row: the runtime calls it
+// with the row found at start (old nil) and with every change.
+type globalWatcher interface {
+	globalChanged(old, cur model.Model)
 }
 
 // rowWatcher is a reconciler some of whose keys depend on rows that other keys create: it

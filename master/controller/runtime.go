@@ -93,7 +93,8 @@ type Controller struct {
 	factory informers.SharedInformerFactory
 	synced  []cache.InformerSynced
 	queue   *reconcile.Loop[nb.Key]
-	// kinds are the reconcilers, in the order their keys are enqueued; byKind finds a key's.
+	// kinds are the reconcilers, in the order they are primed, batched at start-up and
+	// their keys enqueued; byKind finds a key's.
 	kinds  []reconciler
 	byKind map[nb.Kind]reconciler
 	// groups serializes the syncs of an exclusive reconciler's keys that share a group.
@@ -190,10 +191,11 @@ func New(cfg Config, kube kubernetes.Interface, nbc client.Client, recorder reco
 	return c, nil
 }
 
-// Run syncs until ctx is done; call it once. It waits for the informer caches, rebuilds the
-// allocations from the Node and Pod annotations and the NB, runs the start-up batch, then
-// syncs every key, including every owner found in the NB, so that rows nothing wants any
-// more are deleted. It returns an error only if it could not start.
+// Run syncs until ctx is done; call it once. It waits for the informer caches, primes the
+// kinds (the pod network rebuilds its allocations from the NB and the annotations, the
+// policies their peer index), then syncs every key, including every owner found in the NB,
+// so that rows nothing wants any more are deleted, with the start-up batch beside the
+// queue. It returns an error only if it could not start.
 func (c *Controller) Run(ctx context.Context) error {
 	c.leading.Store(true)
 	defer c.leading.Store(false)
@@ -207,22 +209,19 @@ func (c *Controller) Run(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return fmt.Errorf("controller: informer caches did not sync: %w", ctx.Err())
 	}
-	if err := c.rebuild(ctx); err != nil {
-		return err
-	}
 	for _, r := range c.kinds {
 		if p, ok := r.(primer); ok {
-			if err := p.prime(); err != nil {
+			if err := p.prime(ctx); err != nil {
 				return fmt.Errorf("controller: priming %s: %w", r.kind(), err)
 			}
 		}
 	}
 	c.nb.Cache().AddEventHandler(&nbHandler{ctx: ctx, c: c})
-	c.warnCtInvMatchAtStart(ctx)
+	c.globalAtStart(ctx)
 	// The work queue turns from here on, while the start-up batch runs: the kinds it does
 	// not batch (Nodes, Pods) are never held up by one that takes long (a huge policy).
 	// The keys of a batched kind wait until its batch has finished.
-	c.gate.hold(startupKinds())
+	c.gate.hold(c.batchedKinds())
 	if err := c.enqueueAll(ctx); err != nil {
 		return err
 	}
@@ -486,6 +485,28 @@ func (c *Controller) enqueueOwner(m model.Model) {
 	}
 }
 
+// globalChanged tells the kinds that watch NB_Global about a change of its one row (old:
+// nil for a new row).
+func (c *Controller) globalChanged(old, cur model.Model) {
+	for _, r := range c.kinds {
+		if w, ok := r.(globalWatcher); ok {
+			w.globalChanged(old, cur)
+		}
+	}
+}
+
+// globalAtStart is globalChanged for the NB_Global row the master finds at start.
+func (c *Controller) globalAtStart(ctx context.Context) {
+	var globals []nbdb.NBGlobal
+	if err := c.nb.List(ctx, &globals); err != nil {
+		c.log.Error(err, "Reading NB_Global")
+		return
+	}
+	for i := range globals {
+		c.globalChanged(nil, &globals[i])
+	}
+}
+
 // nbHandler turns NB cache events into keys. A change to one of our rows by someone else
 // (ovn-nbctl, another writer) resyncs its owner, which puts it back.
 //
@@ -499,7 +520,7 @@ type nbHandler struct {
 
 func (h *nbHandler) OnAdd(table string, m model.Model) {
 	if table == nbdb.NBGlobalTable {
-		h.c.warnCtInvMatch(nil, m)
+		h.c.globalChanged(nil, m)
 		n := h.c.refills.Add(1)
 		h.c.log.Info("NB cache refilled (reconnected); resyncing every key", "refills", n)
 		if err := h.c.enqueueAll(h.ctx); err != nil {
@@ -519,7 +540,7 @@ func (h *nbHandler) OnAdd(table string, m model.Model) {
 
 func (h *nbHandler) OnUpdate(table string, old, cur model.Model) {
 	if table == nbdb.NBGlobalTable {
-		h.c.warnCtInvMatch(old, cur)
+		h.c.globalChanged(old, cur)
 		return
 	}
 	if nb.ManagedEqual(old, cur) {

@@ -21,42 +21,37 @@ import (
 // key afterwards and finds nothing left, and a key that fails here is left to it. Single
 // changes later stay one key, one small transaction.
 
-// batchStep is one kind the start-up batch converges, with how many keys share a transaction.
-type batchStep struct {
-	kind nb.Kind
-	size int
+// batched is a reconciler whose keys the start-up batch converges, batchSize keys to a
+// transaction. The kinds are batched in the order of Controller.kinds, a step once the one
+// before has finished; a kind that is not batched (Nodes, Pods: their syncs allocate and
+// annotate, one object at a time) is left to the queue.
+type batched interface {
+	batchSize() int
 }
 
-// startupSteps are the kinds the start-up batch converges, in order; a step starts once the
-// one before has finished. Nodes and Pods are left to the queue: their syncs allocate and
-// annotate, one object at a time. The sizes are those of the two start-up paths this
-// batcher replaced; make bench-services and make bench-netpol measure them.
-var startupSteps = []batchStep{
-	// First: every cluster load balancer hangs in the Cluster's load balancer group.
-	{kind: nb.Cluster, size: 1},
-	{kind: nb.Service, size: 500},
-	// Peers before policies: a policy's ACLs name its peers' address sets.
-	{kind: nb.NetworkPolicyPeer, size: 200},
-	{kind: nb.NetworkPolicy, size: 200},
-}
-
-// startupKinds are the kinds of startupSteps.
-func startupKinds() []nb.Kind {
-	kinds := make([]nb.Kind, len(startupSteps))
-	for i, s := range startupSteps {
-		kinds[i] = s.kind
+// batchedKinds are the kinds of the start-up batch, in order.
+func (c *Controller) batchedKinds() []nb.Kind {
+	var kinds []nb.Kind
+	for _, r := range c.kinds {
+		if _, ok := r.(batched); ok {
+			kinds = append(kinds, r.kind())
+		}
 	}
 	return kinds
 }
 
-// startup runs the start-up batch over startupSteps, while the work queue runs: after each
-// step it lets the queue sync the step's kind (every key of it is queued).
+// startup runs the start-up batch, while the work queue runs: after each step it lets the
+// queue sync the step's kind (every key of it is queued).
 func (c *Controller) startup(ctx context.Context) {
-	for _, step := range startupSteps {
-		if r, ok := c.byKind[step.kind]; ok && ctx.Err() == nil {
-			c.batchKind(ctx, r, step.size)
+	for _, r := range c.kinds {
+		b, ok := r.(batched)
+		if !ok {
+			continue
 		}
-		for _, k := range c.gate.release(step.kind) {
+		if ctx.Err() == nil {
+			c.batchKind(ctx, r, b.batchSize())
+		}
+		for _, k := range c.gate.release(r.kind()) {
 			c.queue.Add(k)
 		}
 	}
