@@ -368,7 +368,7 @@ func (r *policyReconciler) desired(ctx context.Context, key string) (desire, err
 	if err != nil {
 		return desire{}, err
 	}
-	handOver, kept, err := r.handOver(ctx, key, pol, out.Rows)
+	handOver, kept, err := r.readHandOver(ctx, key, pol, out.Rows)
 	if err != nil {
 		return desire{}, err
 	}
@@ -392,41 +392,94 @@ func (r *policyReconciler) desired(ctx context.Context, key string) (desire, err
 	}}, nil
 }
 
-// handOver makes a pod that moves from this policy to another (its labels changed) join the
-// other's port group before it leaves this one: add before remove, so that no committed NB
-// state has it in no policy's port group, unisolated. It returns the policies that select a
-// pod leaving rows' port group and do not hold it yet, for the runtime to sync first. A pod
-// whose new policy is itself waiting for this sync (two policies swapping pods) cannot be
-// handed over this time: it stays in rows' port group, over-isolated rather than open, and
-// kept says so; the next sync of this policy removes it.
-func (r *policyReconciler) handOver(ctx context.Context, key string, pol *networkingv1.NetworkPolicy, rows []nb.Row) ([]nb.Key, bool, error) {
-	var pg *nbdb.PortGroup
-	for _, row := range rows {
-		if m, ok := row.Model.(*nbdb.PortGroup); ok && m.Name == netpol.PortGroupName(key) {
-			pg = m
-		}
-	}
+// handOverSnapshot is what handOver reads of the NB and the caches: the port groups of a
+// namespace's policies in the NB, by name, and the pods of the ports leaving one of them,
+// by port UUID (a port whose pod is gone or finished has none).
+type handOverSnapshot struct {
+	groups map[string]*nbdb.PortGroup
+	pods   map[string]*corev1.Pod
+}
+
+// readHandOver reads what handOver needs for policy key (rows its desired rows, others the
+// policies of its namespace) and returns what handOver returns.
+func (r *policyReconciler) readHandOver(ctx context.Context, key string, pol *networkingv1.NetworkPolicy, rows []nb.Row) ([]nb.Key, bool, error) {
+	pg := desiredPortGroup(key, rows)
 	if pg == nil {
 		return nil, false, nil
 	}
+	snap := handOverSnapshot{groups: map[string]*nbdb.PortGroup{}, pods: map[string]*corev1.Pod{}}
 	cur, err := r.portGroup(ctx, pg.Name)
 	if err != nil || cur == nil {
 		return nil, false, err
 	}
+	snap.groups[pg.Name] = cur
 	others, err := r.policies.NetworkPolicies(pol.Namespace).List(labels.Everything())
 	if err != nil {
 		return nil, false, fmt.Errorf("list policies of namespace %s: %w", pol.Namespace, err)
 	}
-	var needs []nb.Key
-	kept := false
+	leaving := false
 	for _, port := range cur.Ports {
 		if slices.Contains(pg.Ports, port) {
 			continue
 		}
+		leaving = true
 		pod, err := r.portPod(ctx, port)
 		if err != nil {
 			return nil, false, err
 		}
+		if pod != nil {
+			snap.pods[port] = pod
+		}
+	}
+	if leaving {
+		for _, o := range others {
+			name := netpol.PortGroupName(netpol.PolicyName(o))
+			if _, read := snap.groups[name]; read {
+				continue
+			}
+			opg, err := r.portGroup(ctx, name)
+			if err != nil {
+				return nil, false, err
+			}
+			if opg != nil {
+				snap.groups[name] = opg
+			}
+		}
+	}
+	needs, keep := handOver(key, pg, others, snap, func(k nb.Key) bool { return syncing(ctx, k) })
+	pg.Ports = append(pg.Ports, keep...)
+	return needs, len(keep) > 0, nil
+}
+
+// desiredPortGroup is policy key's port group among its desired rows, or nil.
+func desiredPortGroup(key string, rows []nb.Row) *nbdb.PortGroup {
+	for _, row := range rows {
+		if m, ok := row.Model.(*nbdb.PortGroup); ok && m.Name == netpol.PortGroupName(key) {
+			return m
+		}
+	}
+	return nil
+}
+
+// handOver makes a pod that moves from policy key to another (its labels changed) join the
+// other's port group before it leaves key's: add before remove, so that no committed NB
+// state has it in no policy's port group, unisolated. pg is key's desired port group,
+// others the policies of its namespace, snap the NB as it is; syncing tells the policies
+// being synced in this chain. It returns the policies that select a pod leaving pg and do
+// not hold it yet, for the runtime to sync first, and the ports pg keeps for now: a pod
+// whose new policy is itself waiting for this sync (two policies swapping pods) cannot be
+// handed over this time, so it stays, over-isolated rather than open, and the next sync of
+// key removes it. It reads nothing but its arguments.
+func handOver(key string, pg *nbdb.PortGroup, others []*networkingv1.NetworkPolicy, snap handOverSnapshot, syncing func(nb.Key) bool) (needs []nb.Key, keep []string) {
+	cur := snap.groups[pg.Name]
+	if cur == nil {
+		return nil, nil
+	}
+	for _, port := range cur.Ports {
+		if slices.Contains(pg.Ports, port) {
+			continue
+		}
+		pod := snap.pods[port]
 		if pod == nil {
 			continue // gone or finished: it leaves every policy
 		}
@@ -436,16 +489,13 @@ func (r *policyReconciler) handOver(ctx context.Context, key string, pol *networ
 			if name == key || err != nil || !sel.Matches(labels.Set(pod.Labels)) {
 				continue
 			}
-			opg, err := r.portGroup(ctx, netpol.PortGroupName(name))
-			if err != nil {
-				return nil, false, err
-			}
-			if opg != nil && slices.Contains(opg.Ports, port) {
+			if opg := snap.groups[netpol.PortGroupName(name)]; opg != nil && slices.Contains(opg.Ports, port) {
 				continue // already there
 			}
-			if syncing(ctx, policyKey(name)) {
-				pg.Ports = append(pg.Ports, port)
-				kept = true
+			if syncing(policyKey(name)) {
+				if !slices.Contains(keep, port) {
+					keep = append(keep, port)
+				}
 				continue
 			}
 			if !slices.Contains(needs, policyKey(name)) {
@@ -453,7 +503,7 @@ func (r *policyReconciler) handOver(ctx context.Context, key string, pol *networ
 			}
 		}
 	}
-	return needs, kept, nil
+	return needs, keep
 }
 
 // portGroup returns the port group called name in the NB, or nil.
