@@ -99,7 +99,7 @@ func (r *nodeReconciler) changed(name string, plan *nb.Plan) ([]nb.Key, error) {
 	}
 	if !plan.Empty() {
 		// Per-node load balancers follow the node's switch, gateway router and address.
-		svcs, err := r.localServices()
+		svcs, err := r.servicesNeedingNodes()
 		keys = append(keys, svcs...)
 		errs = append(errs, err)
 	}
@@ -112,7 +112,7 @@ func (r *nodeReconciler) deleted(name string, plan *nb.Plan) ([]nb.Key, error) {
 	var keys []nb.Key
 	var errs []error
 	if !plan.Empty() {
-		svcs, err := r.localServices()
+		svcs, err := r.servicesNeedingNodes()
 		keys = append(keys, svcs...)
 		errs = append(errs, err)
 	}
@@ -131,21 +131,6 @@ func (r *nodeReconciler) deleted(name string, plan *nb.Plan) ([]nb.Key, error) {
 		}
 	}
 	return keys, errors.Join(errs...)
-}
-
-// podsOn returns the keys of the pods bound to node.
-func (s *caches) podsOn(node string) ([]nb.Key, error) {
-	objs, err := s.podsByNode.ByIndex(podsByNode, node)
-	if err != nil {
-		return nil, fmt.Errorf("list pods on node %s: %w", node, err)
-	}
-	keys := make([]nb.Key, 0, len(objs))
-	for _, o := range objs {
-		if p, ok := o.(*corev1.Pod); ok {
-			keys = append(keys, nb.Key{Kind: nb.Pod, Name: p.Namespace + "/" + p.Name})
-		}
-	}
-	return keys, nil
 }
 
 // nodeSubnet returns node's subnet: the one it holds, else the one its NB switch or its

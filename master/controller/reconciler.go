@@ -12,17 +12,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/reconcile"
 	"github.com/ovn-transparent/ovn-transparent/internal/svcmodel"
-	"github.com/ovn-transparent/ovn-transparent/master/ipam"
 	"github.com/ovn-transparent/ovn-transparent/master/nb"
-	"github.com/ovn-transparent/ovn-transparent/master/topology"
 )
 
 // reconciler is one kind's part of the controller. The runtime calls it from several
@@ -81,36 +76,6 @@ type globalWatcher interface {
 type rowWatcher interface {
 	rowAdded(m model.Model) []nb.Key
 }
-
-// caches is what every reconciler reads: the configuration, the caches, the allocations and
-// the Event recorder. It has neither the queue nor the NB writer: a reconciler returns rows
-// and keys, and the runtime applies and enqueues them.
-type caches struct {
-	cfg      Config
-	topo     topology.Config
-	kube     kubernetes.Interface
-	view     nbView
-	ipam     *ipam.State
-	chassis  *chassisClaims // which node's gateway router each chassis carries
-	log      klog.Logger
-	recorder record.EventRecorder
-
-	// The listers several kinds read.
-	nodes      corelisters.NodeLister
-	pods       corelisters.PodLister
-	podsByNode cache.Indexer // the pod informer's store, indexed by podsByNode
-	services   corelisters.ServiceLister
-	slices     cache.Indexer // the EndpointSlice informer's store (service.go's indexes)
-}
-
-// nbView is what the controllers read of the NB: nb.CacheView of nb.
-type nbView interface {
-	nb.View
-	All(ctx context.Context) ([]model.Model, error)
-}
-
-// podsByNode indexes pods by spec.nodeName.
-const podsByNode = "spec.nodeName"
 
 // handlers registers a reconciler's informer handlers, which only enqueue keys; Run waits
 // until each has seen its informer's initial list.

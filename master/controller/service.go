@@ -274,28 +274,6 @@ func (r *serviceReconciler) serviceNodes() ([]services.Node, error) {
 	return out, nil
 }
 
-// localServices returns the keys of the Services whose load balancers depend on the nodes
-// (services.NeedsNodes): a node's gateway, switch or address came or went. Those with
-// topology hints have one per node switch too.
-func (s *caches) localServices() ([]nb.Key, error) {
-	list, err := s.services.List(labels.Everything())
-	if err != nil {
-		return nil, fmt.Errorf("list services: %w", err)
-	}
-	var keys []nb.Key
-	for _, svc := range list {
-		key := svc.Namespace + "/" + svc.Name
-		eps, err := s.serviceSlices(key)
-		if err != nil {
-			return nil, err
-		}
-		if services.NeedsNodes(svc, eps, s.cfg.ClusterCIDR) {
-			keys = append(keys, nb.Key{Kind: nb.Service, Name: key})
-		}
-	}
-	return keys, nil
-}
-
 // hintedSliceService indexes an EndpointSlice with topology hints by its Service's key.
 func hintedSliceService(obj any) ([]string, error) {
 	if s, ok := obj.(*discoveryv1.EndpointSlice); ok && svcmodel.SlicesHinted([]*discoveryv1.EndpointSlice{s}) {
@@ -304,27 +282,4 @@ func hintedSliceService(obj any) ([]string, error) {
 		}
 	}
 	return nil, nil
-}
-
-// hintedServices returns the keys of the Services with a topology-hinted EndpointSlice: their
-// ClusterIPs may have a load balancer per node switch, with the endpoints of the node's zone.
-func (s *caches) hintedServices() []nb.Key {
-	var keys []nb.Key
-	for _, k := range s.slices.ListIndexFuncValues(hintedByService) {
-		keys = append(keys, nb.Key{Kind: nb.Service, Name: k})
-	}
-	return keys
-}
-
-// serviceSlices returns the EndpointSlices of Service key ("namespace/name").
-func (s *caches) serviceSlices(key string) ([]*discoveryv1.EndpointSlice, error) {
-	objs, err := s.slices.ByIndex(slicesByService, key)
-	if err != nil {
-		return nil, fmt.Errorf("list endpointslices of service %s: %w", key, err)
-	}
-	eps := make([]*discoveryv1.EndpointSlice, 0, len(objs))
-	for _, o := range objs {
-		eps = append(eps, o.(*discoveryv1.EndpointSlice))
-	}
-	return eps, nil
 }
