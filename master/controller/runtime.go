@@ -11,9 +11,10 @@
 // affects. A read error is returned and retried, never taken for "nothing desired", which
 // would delete rows. Bad input becomes a Kubernetes Event and a log line and is not retried.
 //
-// At start-up, before the workers run, one batcher (startup.go) converges the kinds with
-// many keys and no side effects many keys to a transaction; the queue then syncs every key
-// as usual and finds little left to do.
+// At start-up one batcher (startup.go) converges the kinds with many keys and no side
+// effects many keys to a transaction, beside the workers, which sync the other kinds
+// meanwhile; each batched kind's keys wait at a gate until its batch has finished, and the
+// queue then syncs them as usual and finds little left to do.
 package controller
 
 import (
