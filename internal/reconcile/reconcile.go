@@ -61,7 +61,7 @@ type Loop[K comparable] struct {
 
 	mu    sync.Mutex
 	since map[K]time.Time // first Add of each key not synced since
-	// lastDone is when the last sync ended (unix nanoseconds), or Run started.
+	// lastDone is when the last sync ended (unix nanoseconds), or Run started; zero before Run.
 	lastDone atomic.Int64
 }
 
@@ -119,9 +119,15 @@ func (l *Loop[K]) noteAdd(key K) {
 
 // Stalled reports an error when keys wait and no sync has ended for longer than after: the
 // workers are stuck (a liveness check; a sync is bounded by SyncTimeout, so after should
-// be well above it).
+// be well above it). Before Run, keys wait for the daemon's start-up (informer caches,
+// start-up batches), which is no stall: a liveness probe failing then would restart every
+// start-up that takes longer than the probe's patience, and the next one as well.
 func (l *Loop[K]) Stalled(after time.Duration) error {
-	last := time.Unix(0, l.lastDone.Load())
+	done := l.lastDone.Load()
+	if done == 0 {
+		return nil // not running yet
+	}
+	last := time.Unix(0, done)
 	if n := l.queue.Len(); n > 0 && time.Since(last) > after {
 		return fmt.Errorf("%s: %d keys waiting, and no sync has ended for %s", l.name, n, time.Since(last).Round(time.Second))
 	}

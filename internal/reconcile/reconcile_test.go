@@ -196,3 +196,27 @@ func TestLoopObserves(t *testing.T) {
 		return err != nil, errors.New("not reported")
 	})
 }
+
+// TestLoopNotStalledBeforeRun: keys added before Run wait for the daemon's start-up, which
+// is not a stall (a liveness probe would restart every slow start-up); once Run turns, a
+// worker stuck past the bound is one.
+func TestLoopNotStalledBeforeRun(t *testing.T) {
+	release := make(chan struct{})
+	l := New("test", func(ctx context.Context, key string) error {
+		<-release
+		return nil
+	}, testr.New(t), Options{Workers: 1})
+	l.Add("a")
+	l.Add("b")
+	time.Sleep(time.Millisecond) // past the bound below
+	if err := l.Stalled(time.Nanosecond); err != nil {
+		t.Errorf("before Run: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { l.Run(ctx); close(ran) }()
+	defer func() { cancel(); close(release); <-ran }()
+	poll.Eventually(t, ctx, "Stalled to report the stuck worker", 10*time.Second, time.Millisecond, func() (bool, error) {
+		return l.Stalled(10*time.Millisecond) != nil, errors.New("not reported")
+	})
+}

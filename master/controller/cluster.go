@@ -16,9 +16,13 @@ import (
 // clusterReconciler converges the one Cluster key: the shared topology (cluster router, join
 // switch), the load balancer group every node switch and gateway router references, and the
 // ACL log meter. Node syncs enqueue it when a node's switch or gateway router appears.
-type clusterReconciler struct{ *shared }
+type clusterReconciler struct{ *caches }
 
 func (clusterReconciler) kind() nb.Kind { return nb.Cluster }
+
+// batchSize: the Cluster is batched first, alone: every cluster load balancer hangs in its
+// load balancer group.
+func (clusterReconciler) batchSize() int { return 1 }
 
 func (clusterReconciler) keys() ([]string, error) { return []string{nb.ClusterName}, nil }
 

@@ -20,7 +20,7 @@ import (
 
 // leaves traces TCP from pod p to dst:port and reports whether it leaves the cluster: node1's
 // gateway router sends it (an ARP for the address first) out of its localnet port.
-func (e *env) leaves(p npPod, dst netip.Addr, port int) (bool, string) {
+func (e *env) leaves(p testPod, dst netip.Addr, port int) (bool, string) {
 	flow := fmt.Sprintf(`inport == %q && eth.src == %s && eth.dst == %s && ip4.src == %s && ip4.dst == %s && ip.ttl == 64 && tcp && tcp.src == 40000 && tcp.dst == %d`,
 		contract.PodPort(p.ns, p.name), p.mac, p.gwMAC, p.ip, dst, port)
 	out := e.traceCT("new", nil, "node1", flow)

@@ -49,7 +49,7 @@ func NewEventRecorder(kube kubernetes.Interface) (record.EventRecorder, func()) 
 }
 
 // warn records a Warning Event on obj and logs it: the two places an operator looks.
-func (s *shared) warn(obj runtime.Object, reason, format string, args ...any) {
+func (s *caches) warn(obj runtime.Object, reason, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	name := ""
 	if m, ok := obj.(metav1.Object); ok {
@@ -73,7 +73,7 @@ func annotationPatch(uid types.UID, key, value string) ([]byte, error) {
 	return json.Marshal(map[string]any{"metadata": meta})
 }
 
-func (s *shared) annotateNode(ctx context.Context, name, key, value string) error {
+func (s *caches) annotateNode(ctx context.Context, name, key, value string) error {
 	patch, err := annotationPatch("", key, value)
 	if err != nil {
 		return err
@@ -82,7 +82,7 @@ func (s *shared) annotateNode(ctx context.Context, name, key, value string) erro
 	return err
 }
 
-func (s *shared) annotatePod(ctx context.Context, pod *corev1.Pod, key, value string) error {
+func (s *caches) annotatePod(ctx context.Context, pod *corev1.Pod, key, value string) error {
 	patch, err := annotationPatch(pod.UID, key, value)
 	if err != nil {
 		return err

@@ -7,6 +7,8 @@ import (
 	"maps"
 	"net/netip"
 	"slices"
+	"sync"
+	"time"
 
 	"github.com/ovn-org/libovsdb/client"
 	"github.com/ovn-org/libovsdb/model"
@@ -36,11 +38,18 @@ const (
 // and ACLs, a peer key the address set every identical peer of any policy uses. The index
 // (netpol.Index) tells which policies use which peers; policy syncs keep it up to date.
 type netpolState struct {
-	*shared
+	*caches
 	policies   networkinglisters.NetworkPolicyLister
 	namespaces corelisters.NamespaceLister
 	index      *netpol.Index
 	mgmtMatch  string
+	// translatePolicy, if set, replaces translateBounded (tests slow it down).
+	translatePolicy func(ctx context.Context, in netpol.Input) (netpol.Output, error)
+
+	// committed holds, by policy key, the peers of the policy's rows in the NB: the index
+	// records them until a transaction commits rows that no longer name them.
+	mu        sync.Mutex
+	committed map[string]committedPeers
 	// rows reads single rows of the NB cache: a pod's port, a peer's address set.
 	rows interface {
 		Get(context.Context, model.Model) error
@@ -68,11 +77,11 @@ func peerKeys(names []string) []nb.Key {
 // that turn NetworkPolicy, Namespace and Pod changes into the few keys they affect. The
 // pod reconciler watches pods too, with its own filter: a pod's port depends on its node
 // and phase, a policy on its labels and addresses.
-func newNetpolReconcilers(s *shared, nbc client.Client, w *watcher) (*policyReconciler, *peerReconciler, error) {
+func newNetpolReconcilers(s *caches, nbc client.Client, w *handlers) (*policyReconciler, *peerReconciler, error) {
 	polInf := w.factory.Networking().V1().NetworkPolicies()
 	nsInf := w.factory.Core().V1().Namespaces()
 	st := &netpolState{
-		shared:     s,
+		caches:     s,
 		policies:   polInf.Lister(),
 		namespaces: nsInf.Lister(),
 		index:      netpol.NewIndex(),
@@ -264,7 +273,7 @@ func (r *policyReconciler) rowAdded(m model.Model) []nb.Key {
 
 // prime records the peers of every policy before any sync runs, so that no peer sync
 // deletes an address set a policy about to be synced uses.
-func (r *policyReconciler) prime() error {
+func (r *policyReconciler) prime(context.Context) error {
 	pols, err := r.policies.List(labels.Everything())
 	if err != nil {
 		return err
@@ -274,12 +283,56 @@ func (r *policyReconciler) prime() error {
 		if err != nil {
 			continue // its sync reports it
 		}
-		r.index.Set(netpol.PolicyName(p), peers, netpol.HasNamedEgressPorts(p))
+		r.commit(netpol.PolicyName(p), peers, netpol.HasNamedEgressPorts(p))
 	}
 	return nil
 }
 
+// committedPeers are the peers of a policy's committed rows, and whether it has named
+// egress ports.
+type committedPeers struct {
+	peers       []netpol.Peer
+	namedEgress bool
+}
+
+// prepare records in the index that policy key is about to use peers, besides the peers of
+// its committed rows: a peer's sync finds the peer, and no peer the NB's rows still name is
+// released. It returns the peers released: those of an earlier attempt whose transaction
+// failed, which no committed row names.
+func (st *netpolState) prepare(key string, peers []netpol.Peer, namedEgress bool) []string {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	c := st.committed[key]
+	union := slices.Clone(c.peers)
+	for _, p := range peers {
+		if !slices.ContainsFunc(union, func(q netpol.Peer) bool { return q.Key() == p.Key() }) {
+			union = append(union, p)
+		}
+	}
+	return st.index.Set(key, union, namedEgress || c.namedEgress)
+}
+
+// commit records in the index that policy key's rows in the NB name peers (none: it has
+// none), once they are committed, and returns the peers no policy uses any more.
+func (st *netpolState) commit(key string, peers []netpol.Peer, namedEgress bool) []string {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.committed == nil {
+		st.committed = map[string]committedPeers{}
+	}
+	if len(peers) == 0 && !namedEgress {
+		delete(st.committed, key)
+	} else {
+		st.committed[key] = committedPeers{peers: peers, namedEgress: namedEgress}
+	}
+	return st.index.Set(key, peers, namedEgress)
+}
+
 func (*policyReconciler) kind() nb.Kind { return nb.NetworkPolicy }
+
+// batchSize: the start-up batch converges the policies after their peers, whose address
+// sets their ACLs name (make bench-netpol measures the size).
+func (*policyReconciler) batchSize() int { return 200 }
 
 // group serializes the syncs of one namespace's policies: a pod moves only between policies
 // of its own namespace, and handOver orders those policies' writes by reading each other's
@@ -299,13 +352,13 @@ func (r *policyReconciler) keys() ([]string, error) {
 func (r *policyReconciler) desired(ctx context.Context, key string) (desire, error) {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
-		return desire{leave: true}, nil // not a key we made
+		return desire{keep: true}, nil // not a key we made
 	}
 	pol, err := r.policies.NetworkPolicies(ns).Get(name)
 	if apierrors.IsNotFound(err) {
 		// Its peers are released once its ACLs, which name them, are gone.
-		return desire{then: func(*nb.Plan) ([]nb.Key, error) {
-			return peerKeys(r.index.Set(key, nil, false)), nil
+		return desire{afterCommit: func(*nb.Plan) ([]nb.Key, error) {
+			return peerKeys(r.commit(key, nil, false)), nil
 		}}, nil
 	}
 	if err != nil {
@@ -315,19 +368,23 @@ func (r *policyReconciler) desired(ctx context.Context, key string) (desire, err
 	if err != nil {
 		return desire{}, err
 	}
-	handOver, kept, err := r.handOver(ctx, key, pol, out.Rows)
+	handOver, kept, err := r.readHandOver(ctx, key, pol, out.Rows)
 	if err != nil {
 		return desire{}, err
 	}
-	released := r.index.Set(key, out.Peers, netpol.HasNamedEgressPorts(pol))
+	// The index learns the new peers now (the syncs of their address sets, run first, read
+	// them there) and lets go of the old ones only once the rows naming them are gone: after
+	// a failed transaction they are still named, and the retry releases them.
+	named := netpol.HasNamedEgressPorts(pol)
+	stale := r.prepare(key, out.Peers, named)
 	needs := handOver
 	for _, p := range out.Peers {
 		if r.rows.Get(ctx, &nbdb.AddressSet{Name: p.AddressSetName()}) != nil {
 			needs = append(needs, peerKey(p.Key()))
 		}
 	}
-	return desire{rows: out.Rows, needs: needs, then: func(*nb.Plan) ([]nb.Key, error) {
-		keys := peerKeys(released)
+	return desire{rows: out.Rows, syncFirst: needs, afterCommit: func(*nb.Plan) ([]nb.Key, error) {
+		keys := peerKeys(append(stale, r.commit(key, out.Peers, named)...))
 		if kept {
 			keys = append(keys, policyKey(key)) // the pods kept for now leave on the next sync
 		}
@@ -335,41 +392,94 @@ func (r *policyReconciler) desired(ctx context.Context, key string) (desire, err
 	}}, nil
 }
 
-// handOver makes a pod that moves from this policy to another (its labels changed) join the
-// other's port group before it leaves this one: add before remove, so that no committed NB
-// state has it in no policy's port group, unisolated. It returns the policies that select a
-// pod leaving rows' port group and do not hold it yet, for the runtime to sync first. A pod
-// whose new policy is itself waiting for this sync (two policies swapping pods) cannot be
-// handed over this time: it stays in rows' port group, over-isolated rather than open, and
-// kept says so; the next sync of this policy removes it.
-func (r *policyReconciler) handOver(ctx context.Context, key string, pol *networkingv1.NetworkPolicy, rows []nb.Row) ([]nb.Key, bool, error) {
-	var pg *nbdb.PortGroup
-	for _, row := range rows {
-		if m, ok := row.Model.(*nbdb.PortGroup); ok && m.Name == netpol.PortGroupName(key) {
-			pg = m
-		}
-	}
+// handOverSnapshot is what handOver reads of the NB and the caches: the port groups of a
+// namespace's policies in the NB, by name, and the pods of the ports leaving one of them,
+// by port UUID (a port whose pod is gone or finished has none).
+type handOverSnapshot struct {
+	groups map[string]*nbdb.PortGroup
+	pods   map[string]*corev1.Pod
+}
+
+// readHandOver reads what handOver needs for policy key (rows its desired rows, others the
+// policies of its namespace) and returns what handOver returns.
+func (r *policyReconciler) readHandOver(ctx context.Context, key string, pol *networkingv1.NetworkPolicy, rows []nb.Row) ([]nb.Key, bool, error) {
+	pg := desiredPortGroup(key, rows)
 	if pg == nil {
 		return nil, false, nil
 	}
+	snap := handOverSnapshot{groups: map[string]*nbdb.PortGroup{}, pods: map[string]*corev1.Pod{}}
 	cur, err := r.portGroup(ctx, pg.Name)
 	if err != nil || cur == nil {
 		return nil, false, err
 	}
+	snap.groups[pg.Name] = cur
 	others, err := r.policies.NetworkPolicies(pol.Namespace).List(labels.Everything())
 	if err != nil {
 		return nil, false, fmt.Errorf("list policies of namespace %s: %w", pol.Namespace, err)
 	}
-	var needs []nb.Key
-	kept := false
+	leaving := false
 	for _, port := range cur.Ports {
 		if slices.Contains(pg.Ports, port) {
 			continue
 		}
+		leaving = true
 		pod, err := r.portPod(ctx, port)
 		if err != nil {
 			return nil, false, err
 		}
+		if pod != nil {
+			snap.pods[port] = pod
+		}
+	}
+	if leaving {
+		for _, o := range others {
+			name := netpol.PortGroupName(netpol.PolicyName(o))
+			if _, read := snap.groups[name]; read {
+				continue
+			}
+			opg, err := r.portGroup(ctx, name)
+			if err != nil {
+				return nil, false, err
+			}
+			if opg != nil {
+				snap.groups[name] = opg
+			}
+		}
+	}
+	needs, keep := handOver(key, pg, others, snap, func(k nb.Key) bool { return syncing(ctx, k) })
+	pg.Ports = append(pg.Ports, keep...)
+	return needs, len(keep) > 0, nil
+}
+
+// desiredPortGroup is policy key's port group among its desired rows, or nil.
+func desiredPortGroup(key string, rows []nb.Row) *nbdb.PortGroup {
+	for _, row := range rows {
+		if m, ok := row.Model.(*nbdb.PortGroup); ok && m.Name == netpol.PortGroupName(key) {
+			return m
+		}
+	}
+	return nil
+}
+
+// handOver makes a pod that moves from policy key to another (its labels changed) join the
+// other's port group before it leaves key's: add before remove, so that no committed NB
+// state has it in no policy's port group, unisolated. pg is key's desired port group,
+// others the policies of its namespace, snap the NB as it is; syncing tells the policies
+// being synced in this chain. It returns the policies that select a pod leaving pg and do
+// not hold it yet, for the runtime to sync first, and the ports pg keeps for now: a pod
+// whose new policy is itself waiting for this sync (two policies swapping pods) cannot be
+// handed over this time, so it stays, over-isolated rather than open, and the next sync of
+// key removes it. It reads nothing but its arguments.
+func handOver(key string, pg *nbdb.PortGroup, others []*networkingv1.NetworkPolicy, snap handOverSnapshot, syncing func(nb.Key) bool) (needs []nb.Key, keep []string) {
+	cur := snap.groups[pg.Name]
+	if cur == nil {
+		return nil, nil
+	}
+	for _, port := range cur.Ports {
+		if slices.Contains(pg.Ports, port) {
+			continue
+		}
+		pod := snap.pods[port]
 		if pod == nil {
 			continue // gone or finished: it leaves every policy
 		}
@@ -379,16 +489,13 @@ func (r *policyReconciler) handOver(ctx context.Context, key string, pol *networ
 			if name == key || err != nil || !sel.Matches(labels.Set(pod.Labels)) {
 				continue
 			}
-			opg, err := r.portGroup(ctx, netpol.PortGroupName(name))
-			if err != nil {
-				return nil, false, err
-			}
-			if opg != nil && slices.Contains(opg.Ports, port) {
+			if opg := snap.groups[netpol.PortGroupName(name)]; opg != nil && slices.Contains(opg.Ports, port) {
 				continue // already there
 			}
-			if syncing(ctx, policyKey(name)) {
-				pg.Ports = append(pg.Ports, port)
-				kept = true
+			if syncing(policyKey(name)) {
+				if !slices.Contains(keep, port) {
+					keep = append(keep, port)
+				}
 				continue
 			}
 			if !slices.Contains(needs, policyKey(name)) {
@@ -396,7 +503,7 @@ func (r *policyReconciler) handOver(ctx context.Context, key string, pol *networ
 			}
 		}
 	}
-	return needs, kept, nil
+	return needs, keep
 }
 
 // portGroup returns the port group called name in the NB, or nil.
@@ -458,7 +565,11 @@ func (r *policyReconciler) translate(ctx context.Context, pol *networkingv1.Netw
 		}
 		nodeIPs = svcmodel.NodeIPs(nodes)
 	}
-	out, err := netpol.Translate(ctx, netpol.Input{
+	// The translation may take half of what is left of the sync's time: the rest is for
+	// the rows that fail closed, and their transaction, should it run out.
+	tctx, cancel := halfOfDeadline(ctx)
+	defer cancel()
+	in := netpol.Input{
 		Policy:     pol,
 		Pods:       pods,
 		Logging:    logging,
@@ -466,10 +577,23 @@ func (r *policyReconciler) translate(ctx context.Context, pol *networkingv1.Netw
 		// Cluster-internal sources that are not pods: never "outside" for an ipBlock.
 		Internal: []netip.Prefix{r.cfg.JoinSubnet},
 		NodeIPs:  nodeIPs,
-		PeerPods: func(p netpol.Peer) ([]netpol.Pod, error) { return r.peerPods(ctx, p) },
-		AllPods:  func() ([]netpol.Pod, error) { return r.allPods(ctx) },
+		PeerPods: func(p netpol.Peer) ([]netpol.Pod, error) { return r.peerPods(tctx, p) },
+		AllPods:  func() ([]netpol.Pod, error) { return r.allPods(tctx) },
 		MaxSize:  r.cfg.MaxPolicySize,
-	})
+	}
+	tr := translateBounded
+	if r.translatePolicy != nil {
+		tr = r.translatePolicy
+	}
+	out, err := tr(tctx, in)
+	if tctx.Err() != nil && ctx.Err() == nil {
+		// Too large to translate in the sync's time (audit-2 H2): it fails closed, as a
+		// policy over --max-policy-size does, rather than hold a worker at every retry.
+		r.warn(pol, ReasonInvalidNetworkPolicy, "its translation did not finish within half the sync timeout (--sync-timeout); the pods it selects get no allow rule from it")
+		in.Policy, in.Management = denyOnly(pol), ""
+		out, _ = netpol.Translate(ctx, in) // no rule, no peer: only the selected pods' drops
+		return out, nil
+	}
 	if _, unread := errors.AsType[*netpol.ReadError](err); unread {
 		return netpol.Output{}, fmt.Errorf("policy %s: %w", netpol.PolicyName(pol), err)
 	}
@@ -477,6 +601,35 @@ func (r *policyReconciler) translate(ctx context.Context, pol *networkingv1.Netw
 		r.warn(pol, ReasonInvalidNetworkPolicy, "%v; the pods it selects get no allow rule from it", err)
 	}
 	return out, nil
+}
+
+// translateBounded is netpol.Translate, which stops when ctx ends.
+func translateBounded(ctx context.Context, in netpol.Input) (netpol.Output, error) {
+	return netpol.Translate(ctx, in)
+}
+
+// halfOfDeadline returns ctx with a deadline halfway to ctx's (unchanged without one).
+func halfOfDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, time.Until(d)/2)
+}
+
+// denyOnly is p without its rules: of its policy types, only the drops, which isolate the
+// pods it selects (a policy that fails closed).
+func denyOnly(p *networkingv1.NetworkPolicy) *networkingv1.NetworkPolicy {
+	ingress, egress := netpol.PolicyTypes(p)
+	q := *p
+	q.Spec.Ingress, q.Spec.Egress, q.Spec.PolicyTypes = nil, nil, nil
+	if ingress {
+		q.Spec.PolicyTypes = append(q.Spec.PolicyTypes, networkingv1.PolicyTypeIngress)
+	}
+	if egress {
+		q.Spec.PolicyTypes = append(q.Spec.PolicyTypes, networkingv1.PolicyTypeEgress)
+	}
+	return &q
 }
 
 // namespaceLogging is the ACL logging of namespace ns; an unusable annotation means none
@@ -505,10 +658,12 @@ func (r *policyReconciler) selectedPods(ctx context.Context, pol *networkingv1.N
 	if err != nil {
 		return nil, fmt.Errorf("list pods of namespace %s: %w", pol.Namespace, err)
 	}
-	return r.npPods(ctx, pods)
+	return r.policyPods(ctx, pods)
 }
 
 func (*peerReconciler) kind() nb.Kind { return nb.NetworkPolicyPeer }
+
+func (*peerReconciler) batchSize() int { return 200 }
 
 // keys are the peers some policy uses; the address sets of the others are in the NB only,
 // and the runtime enqueues them from there.
@@ -546,7 +701,7 @@ func (st *netpolState) peerPods(ctx context.Context, peer netpol.Peer) ([]netpol
 		if err != nil {
 			return nil, fmt.Errorf("list pods of namespace %s for peer %s: %w", ns, peer, err)
 		}
-		np, err := st.npPods(ctx, pods)
+		np, err := st.policyPods(ctx, pods)
 		if err != nil {
 			return nil, err
 		}
@@ -561,14 +716,14 @@ func (st *netpolState) allPods(ctx context.Context) ([]netpol.Pod, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list pods: %w", err)
 	}
-	return st.npPods(ctx, pods)
+	return st.policyPods(ctx, pods)
 }
 
-// npPods converts the pods that have a network (see npPod).
-func (st *netpolState) npPods(ctx context.Context, pods []*corev1.Pod) ([]netpol.Pod, error) {
+// policyPods converts the pods that have a network (see policyPod).
+func (st *netpolState) policyPods(ctx context.Context, pods []*corev1.Pod) ([]netpol.Pod, error) {
 	out := make([]netpol.Pod, 0, len(pods))
 	for _, p := range pods {
-		np, ok, err := st.npPod(ctx, p)
+		np, ok, err := st.policyPod(ctx, p)
 		if err != nil {
 			return nil, err
 		}
@@ -579,14 +734,14 @@ func (st *netpolState) npPods(ctx context.Context, pods []*corev1.Pod) ([]netpol
 	return out, nil
 }
 
-// npPod is what the translation needs of p; ok is false for a pod that has no network or
+// policyPod is what the translation needs of p; ok is false for a pod that has no network or
 // has finished. Its address is the one the master holds for it (IPAM, rebuilt from the pod
 // ports in NB at start), never the pod-network annotation or status.podIPs: both are
 // writable by others (a user, a node), and an address set is where one tenant's addresses
 // decide what another tenant's pods accept. A pod the master has given no address yet has
 // none here; its policies and peers are synced again when it gets one (the annotation the
 // master writes is a pod event).
-func (st *netpolState) npPod(ctx context.Context, p *corev1.Pod) (netpol.Pod, bool, error) {
+func (st *netpolState) policyPod(ctx context.Context, p *corev1.Pod) (netpol.Pod, bool, error) {
 	if !wantsNetwork(p) {
 		return netpol.Pod{}, false, nil
 	}

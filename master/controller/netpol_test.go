@@ -22,8 +22,8 @@ import (
 	"github.com/ovn-transparent/ovn-transparent/master/netpol"
 )
 
-// npPod is a test pod with labels and named container ports.
-type npPod struct {
+// testPod is a test pod with labels and named container ports.
+type testPod struct {
 	ns, name string
 	ip       netip.Addr
 	mac      string
@@ -43,7 +43,7 @@ func (e *env) createNamespace(name string, lbls map[string]string) {
 	}
 }
 
-func (e *env) createLabelledPod(ns, name, node string, lbls map[string]string, ports ...corev1.ContainerPort) npPod {
+func (e *env) createLabelledPod(ns, name, node string, lbls map[string]string, ports ...corev1.ContainerPort) testPod {
 	e.t.Helper()
 	no := false
 	p := &corev1.Pod{
@@ -56,7 +56,7 @@ func (e *env) createLabelledPod(ns, name, node string, lbls map[string]string, p
 	}
 	pn := e.podNetwork(ns, name)
 	e.waitPort(contract.PodPort(ns, name), true)
-	return npPod{ns: ns, name: name, ip: pn.IPs[0].Addr(), mac: pn.MAC.String(),
+	return testPod{ns: ns, name: name, ip: pn.IPs[0].Addr(), mac: pn.MAC.String(),
 		gwMAC: contract.MACFromIP(pn.Gateways[0]).String()}
 }
 
@@ -98,7 +98,7 @@ func (e *env) conn(ct string, extra []string, srcPort, srcMAC string, srcIP neti
 
 // expect checks that src reaches dst on port (protocol proto) exactly when allowed,
 // waiting for the master to converge.
-func (e *env) expect(what string, src, dst npPod, proto string, port int, allowed bool) {
+func (e *env) expect(what string, src, dst testPod, proto string, port int, allowed bool) {
 	e.t.Helper()
 	e.eventually(fmt.Sprintf("%s: %s/%s -> %s/%s %s/%d allowed=%v", what, src.ns, src.name, dst.ns, dst.name, proto, port, allowed), func() (bool, string) {
 		ok, out := e.conn("new", nil, contract.PodPort(src.ns, src.name), src.mac, src.ip, dst.mac, dst.ip, proto, 40000, port,
@@ -244,7 +244,7 @@ func TestNetworkPolicy(t *testing.T) {
 		e.nbctl("lb-add", "vip-other", "172.30.0.11:80", other.ip.String()+":8080", "tcp")
 		e.nbctl("ls-lb-add", "node1", "vip-srv")
 		e.nbctl("ls-lb-add", "node1", "vip-other")
-		vip := func(v string, backend npPod) (bool, string) {
+		vip := func(v string, backend testPod) (bool, string) {
 			return e.conn("new", []string{"--lb-dst=" + backend.ip.String() + ":8080"}, "np1_cli", cli.mac, cli.ip, cli.gwMAC,
 				netip.MustParseAddr(v), "tcp", 40000, 80, contract.PodPort(backend.ns, backend.name))
 		}

@@ -91,7 +91,7 @@ func TestNetpolReadErrorIsNotEmpty(t *testing.T) {
 	}
 	state := func(pods corelisters.PodLister) *netpolState {
 		return &netpolState{
-			shared:     &shared{pods: pods, ipam: addrs, log: logr.Discard(), recorder: record.NewFakeRecorder(10)},
+			caches:     &caches{pods: pods, ipam: addrs, log: logr.Discard(), recorder: record.NewFakeRecorder(10)},
 			policies:   networkinglisters.NewNetworkPolicyLister(indexerOf(t, policies[0], policies[1])),
 			namespaces: corelisters.NewNamespaceLister(indexerOf(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}})),
 			index:      netpol.NewIndex(),
@@ -112,7 +112,7 @@ func TestNetpolReadErrorIsNotEmpty(t *testing.T) {
 	// Unreadable pods: no rows at all, and the read error.
 	st := state(failingPods{broken})
 	pols := &policyReconciler{st}
-	if err := pols.prime(); err != nil {
+	if err := pols.prime(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for _, key := range []string{"ns/deny-all", "ns/named-egress"} {
@@ -120,8 +120,8 @@ func TestNetpolReadErrorIsNotEmpty(t *testing.T) {
 		if !errors.Is(err, broken) {
 			t.Errorf("%s: error %v, want the read error", key, err)
 		}
-		if len(d.rows) != 0 || d.leave || d.then != nil {
-			t.Errorf("%s: %d rows (leave %v) to apply after a read error", key, len(d.rows), d.leave)
+		if len(d.rows) != 0 || d.keep || d.afterCommit != nil {
+			t.Errorf("%s: %d rows (keep %v) to apply after a read error", key, len(d.rows), d.keep)
 		}
 	}
 	peers := &peerReconciler{st}

@@ -24,9 +24,9 @@ import (
 // (switch, management port, gateway router and its external switch). A node's rows feed
 // other kinds: its pods wait for its switch, the cluster load balancer group hangs on its
 // switch and router, and per-node load balancers follow it.
-type nodeReconciler struct{ *shared }
+type nodeReconciler struct{ *caches }
 
-func newNodeReconciler(s *shared, w *watcher) (*nodeReconciler, error) {
+func newNodeReconciler(s *caches, w *handlers) (*nodeReconciler, error) {
 	err := w.handle(w.factory.Core().V1().Nodes().Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { w.addObject(nb.Node, obj) },
 		UpdateFunc: func(old, cur any) {
@@ -46,6 +46,10 @@ func newNodeReconciler(s *shared, w *watcher) (*nodeReconciler, error) {
 
 func (*nodeReconciler) kind() nb.Kind { return nb.Node }
 
+// prime restores the pod network's allocations (rebuild) before any node or pod sync
+// allocates.
+func (r *nodeReconciler) prime(ctx context.Context) error { return r.rebuild(ctx) }
+
 func (r *nodeReconciler) keys() ([]string, error) { return keysOf(r.nodes.List(labels.Everything())) }
 
 // desired returns a node's rows, after allocating its subnet (annotated on the node first)
@@ -54,7 +58,7 @@ func (r *nodeReconciler) keys() ([]string, error) { return keysOf(r.nodes.List(l
 func (r *nodeReconciler) desired(ctx context.Context, name string) (desire, error) {
 	node, err := r.nodes.Get(name)
 	if apierrors.IsNotFound(err) {
-		return desire{then: func(plan *nb.Plan) ([]nb.Key, error) { return r.deleted(name, plan) }}, nil
+		return desire{afterCommit: func(plan *nb.Plan) ([]nb.Key, error) { return r.deleted(name, plan) }}, nil
 	}
 	if err != nil {
 		return desire{}, err
@@ -73,7 +77,7 @@ func (r *nodeReconciler) desired(ctx context.Context, name string) (desire, erro
 	if err != nil {
 		return desire{}, err
 	}
-	return desire{rows: rows, then: func(plan *nb.Plan) ([]nb.Key, error) { return r.changed(name, plan) }}, nil
+	return desire{rows: rows, afterCommit: func(plan *nb.Plan) ([]nb.Key, error) { return r.changed(name, plan) }}, nil
 }
 
 // changed returns the keys an applied plan of node name affects.
@@ -95,7 +99,7 @@ func (r *nodeReconciler) changed(name string, plan *nb.Plan) ([]nb.Key, error) {
 	}
 	if !plan.Empty() {
 		// Per-node load balancers follow the node's switch, gateway router and address.
-		svcs, err := r.localServices()
+		svcs, err := r.servicesNeedingNodes()
 		keys = append(keys, svcs...)
 		errs = append(errs, err)
 	}
@@ -108,7 +112,7 @@ func (r *nodeReconciler) deleted(name string, plan *nb.Plan) ([]nb.Key, error) {
 	var keys []nb.Key
 	var errs []error
 	if !plan.Empty() {
-		svcs, err := r.localServices()
+		svcs, err := r.servicesNeedingNodes()
 		keys = append(keys, svcs...)
 		errs = append(errs, err)
 	}
@@ -127,21 +131,6 @@ func (r *nodeReconciler) deleted(name string, plan *nb.Plan) ([]nb.Key, error) {
 		}
 	}
 	return keys, errors.Join(errs...)
-}
-
-// podsOn returns the keys of the pods bound to node.
-func (s *shared) podsOn(node string) ([]nb.Key, error) {
-	objs, err := s.podsByNode.ByIndex(podsByNode, node)
-	if err != nil {
-		return nil, fmt.Errorf("list pods on node %s: %w", node, err)
-	}
-	keys := make([]nb.Key, 0, len(objs))
-	for _, o := range objs {
-		if p, ok := o.(*corev1.Pod); ok {
-			keys = append(keys, nb.Key{Kind: nb.Pod, Name: p.Namespace + "/" + p.Name})
-		}
-	}
-	return keys, nil
 }
 
 // nodeSubnet returns node's subnet: the one it holds, else the one its NB switch or its
@@ -177,7 +166,7 @@ func (r *nodeReconciler) nodeSubnet(ctx context.Context, node *corev1.Node) (net
 }
 
 // rememberedSubnet is the subnet in other_config:subnet of the node's switch in the NB.
-func (s *shared) rememberedSubnet(ctx context.Context, node string) (netip.Prefix, bool) {
+func (s *caches) rememberedSubnet(ctx context.Context, node string) (netip.Prefix, bool) {
 	ls, ok := nodeRow[*nbdb.LogicalSwitch](ctx, s.view, node, nb.NodeSwitch)
 	if !ok {
 		return netip.Prefix{}, false
@@ -187,7 +176,7 @@ func (s *shared) rememberedSubnet(ctx context.Context, node string) (netip.Prefi
 }
 
 // rememberedJoinIP is the address of the node's gateway router port on the join switch.
-func (s *shared) rememberedJoinIP(ctx context.Context, node string) (netip.Addr, bool) {
+func (s *caches) rememberedJoinIP(ctx context.Context, node string) (netip.Addr, bool) {
 	lrp, ok := nodeRow[*nbdb.LogicalRouterPort](ctx, s.view, node, nb.GatewayJoinPort)
 	if !ok || len(lrp.Networks) != 1 {
 		return netip.Addr{}, false
@@ -255,7 +244,7 @@ func (r *nodeReconciler) nodeGateway(ctx context.Context, node *corev1.Node) *to
 }
 
 // checkNodeIP runs check (topology.Config.CheckNodeIP or CheckKeptNodeIP) against every node.
-func (s *shared) checkNodeIP(node *corev1.Node, ip netip.Prefix, check func(*corev1.Node, netip.Prefix, []*corev1.Node) error) error {
+func (s *caches) checkNodeIP(node *corev1.Node, ip netip.Prefix, check func(*corev1.Node, netip.Prefix, []*corev1.Node) error) error {
 	nodes, err := s.nodes.List(labels.Everything())
 	if err != nil {
 		return fmt.Errorf("list nodes: %w", err)

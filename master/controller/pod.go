@@ -33,12 +33,12 @@ func wantsNetwork(p *corev1.Pod) bool {
 // podReconciler converges Pod keys: the pod's address (allocated, annotated) and its port
 // on its node's switch. A pod waits for its node's switch; the node's sync enqueues it.
 type podReconciler struct {
-	*shared
+	*caches
 	// nbc finds the rows that still name a departing pod's address.
 	nbc client.Client
 }
 
-func newPodReconciler(s *shared, w *watcher, nbc client.Client) (*podReconciler, error) {
+func newPodReconciler(s *caches, w *handlers, nbc client.Client) (*podReconciler, error) {
 	err := w.handle(w.factory.Core().V1().Pods().Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { w.addObject(nb.Pod, obj) },
 		UpdateFunc: func(old, cur any) {
@@ -53,7 +53,7 @@ func newPodReconciler(s *shared, w *watcher, nbc client.Client) (*podReconciler,
 	if err != nil {
 		return nil, fmt.Errorf("controller: pod handler: %w", err)
 	}
-	return &podReconciler{shared: s, nbc: nbc}, nil
+	return &podReconciler{caches: s, nbc: nbc}, nil
 }
 
 func (*podReconciler) kind() nb.Kind { return nb.Pod }
@@ -66,7 +66,7 @@ func (r *podReconciler) keys() ([]string, error) { return keysOf(r.pods.List(lab
 func (r *podReconciler) desired(ctx context.Context, key string) (desire, error) {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
-		return desire{leave: true}, nil // not a key we made; nothing to retry
+		return desire{keep: true}, nil // not a key we made; nothing to retry
 	}
 	pod, err := r.pods.Pods(ns).Get(name)
 	if apierrors.IsNotFound(err) || (err == nil && !wantsNetwork(pod)) {
@@ -80,7 +80,7 @@ func (r *podReconciler) desired(ctx context.Context, key string) (desire, error)
 				return desire{}, err
 			}
 		}
-		return desire{needs: needs, then: func(*nb.Plan) ([]nb.Key, error) {
+		return desire{syncFirst: needs, afterCommit: func(*nb.Plan) ([]nb.Key, error) {
 			if ip, ok := r.ipam.ReleasePod(key); ok {
 				r.log.V(2).Info("Released pod address", "pod", key, "ip", ip)
 			}
@@ -103,14 +103,14 @@ func (r *podReconciler) desired(ctx context.Context, key string) (desire, error)
 		} else {
 			r.warn(pod, ReasonNodeWithoutSubnet, "node %q has no pod subnet yet", node)
 		}
-		return desire{leave: true}, nil
+		return desire{keep: true}, nil
 	}
 	ip, ok, err := r.podAddress(ctx, pod, subnet)
 	if err != nil {
 		return desire{}, err
 	}
 	if !ok {
-		return desire{leave: true}, nil
+		return desire{keep: true}, nil
 	}
 	rows, err := topology.PodRows(topology.Pod{Namespace: ns, Name: name, UID: string(pod.UID), Node: node, IP: ip})
 	if err != nil {

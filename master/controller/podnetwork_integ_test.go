@@ -20,7 +20,7 @@ import (
 
 // masterPod waits until the pod's annotation and port are the master's: one address of
 // subnet, the MAC derived from it, the port carrying the same.
-func (e *env) masterPod(ns, name string, subnet netip.Prefix) npPod {
+func (e *env) masterPod(ns, name string, subnet netip.Prefix) testPod {
 	e.t.Helper()
 	var pn contract.PodNetwork
 	e.eventually(fmt.Sprintf("master's annotation on %s/%s", ns, name), func() (bool, string) {
@@ -35,7 +35,7 @@ func (e *env) masterPod(ns, name string, subnet netip.Prefix) npPod {
 		got := e.nbctl("--bare", "--columns=addresses", "find", "logical_switch_port", "name="+contract.PodPort(ns, name))
 		return got == want, got
 	})
-	return npPod{ns: ns, name: name, ip: pn.IPs[0].Addr(), mac: pn.MAC.String(), gwMAC: contract.MACFromIP(pn.Gateways[0]).String()}
+	return testPod{ns: ns, name: name, ip: pn.IPs[0].Addr(), mac: pn.MAC.String(), gwMAC: contract.MACFromIP(pn.Gateways[0]).String()}
 }
 
 // TestPodNetworkNotTrusted plays the tenant of the security audit's C2 against a real API
@@ -112,7 +112,7 @@ func TestPodNetworkNotTrusted(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.startMaster(cfg)
-		for _, p := range []npPod{evil, victim} {
+		for _, p := range []testPod{evil, victim} {
 			e.eventually(fmt.Sprintf("%s/%s annotated and on its port with its own %s", p.ns, p.name, p.ip), func() (bool, string) {
 				a := e.podAnnotation(p.ns, p.name)
 				port := e.nbctl("--bare", "--columns=addresses", "find", "logical_switch_port", "name="+contract.PodPort(p.ns, p.name))
@@ -121,7 +121,7 @@ func TestPodNetworkNotTrusted(t *testing.T) {
 		}
 		e.waitEvent("evil", ReasonPodNetworkOverwritten)
 		// Sent from evil's port with the victim's MAC and address: port security drops it.
-		spoof := npPod{ns: "tenant", name: "evil", ip: victim.ip, mac: victim.mac, gwMAC: victim.gwMAC}
+		spoof := testPod{ns: "tenant", name: "evil", ip: victim.ip, mac: victim.mac, gwMAC: victim.gwMAC}
 		if ok, out := e.conn("new", nil, contract.PodPort("tenant", "evil"), spoof.mac, spoof.ip, api.mac, api.ip, "tcp", 40000, 8080,
 			contract.PodPort("prod", "api")); ok {
 			t.Errorf("evil's port sends as the victim and reaches the api:\n%s", out)

@@ -22,7 +22,7 @@ import (
 // gateway join addresses and chassis bindings from the NB, pod addresses from the pod ports
 // in NB and then from the annotations of the pods that have none. Conflicts are left for the
 // syncs, which report them as Events.
-func (c *Controller) rebuild(ctx context.Context) error {
+func (c *caches) rebuild(ctx context.Context) error {
 	nodes, err := c.nodes.List(labels.Everything())
 	if err != nil {
 		return err
@@ -83,7 +83,7 @@ func (c *Controller) rebuild(ctx context.Context) error {
 // address, as for a pod deleted while the master runs: an address handed out while an old
 // port still carries it would put two ports with one MAC and IP on a switch, and OVN may keep
 // forwarding to the old one.
-func (c *Controller) rebuildPorts(ctx context.Context, nodes []*corev1.Node) error {
+func (c *caches) rebuildPorts(ctx context.Context, nodes []*corev1.Node) error {
 	rows, err := c.view.All(ctx)
 	if err != nil {
 		return err
@@ -124,7 +124,7 @@ func (c *Controller) rebuildPorts(ctx context.Context, nodes []*corev1.Node) err
 // the MAC derived from it, the subnet's gateway), only for an address no port holds, oldest
 // pod first. Anything else is left to the pod's sync, which allocates afresh and overwrites
 // the annotation.
-func (c *Controller) rebuildPods() error {
+func (c *caches) rebuildPods() error {
 	pods, err := c.pods.List(labels.Everything())
 	if err != nil {
 		return err

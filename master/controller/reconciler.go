@@ -12,22 +12,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/reconcile"
 	"github.com/ovn-transparent/ovn-transparent/internal/svcmodel"
-	"github.com/ovn-transparent/ovn-transparent/master/ipam"
 	"github.com/ovn-transparent/ovn-transparent/master/nb"
-	"github.com/ovn-transparent/ovn-transparent/master/topology"
 )
 
 // reconciler is one kind's part of the controller. The runtime calls it from several
 // workers at once. The queue never syncs one key twice at the same time, but a key that
-// another needs (desire.needs) is synced inline by that key's worker.
+// another needs first (desire.syncFirst) is synced inline by that key's worker.
 type reconciler interface {
 	// kind is the owner kind of its keys.
 	kind() nb.Kind
@@ -44,16 +39,16 @@ type reconciler interface {
 type desire struct {
 	// rows are every row the key should own; none deletes all it owns.
 	rows []nb.Row
-	// leave means apply nothing and retry nothing: the key's input is unusable (an Event
-	// says why) and the rows it has may still serve.
-	leave bool
-	// needs are keys whose rows these rows name without a reference column (an ACL match
-	// names an address set), so nb.Diff cannot wait for them: they are synced first.
-	needs []nb.Key
-	// then, if set, runs once rows are in the NB, with the plan that put them there
+	// keep means keep the rows the key has: apply nothing and retry nothing, the key's
+	// input is unusable (an Event says why) and the rows it has may still serve.
+	keep bool
+	// syncFirst are keys whose rows these rows name without a reference column (an ACL
+	// match names an address set), so nb.Diff cannot wait for them: they are synced first.
+	syncFirst []nb.Key
+	// afterCommit, if set, runs once rows are in the NB, with the plan that put them there
 	// (possibly empty), and returns the keys the change affects: the runtime enqueues them.
 	// Allocations are freed here, after the rows that used them are gone.
-	then func(plan *nb.Plan) ([]nb.Key, error)
+	afterCommit func(plan *nb.Plan) ([]nb.Key, error)
 }
 
 // exclusive is a reconciler whose keys of one group must not sync at the same time: a sync
@@ -64,9 +59,16 @@ type exclusive interface {
 	group(key string) string
 }
 
-// primer is a reconciler with in-memory state to fill from the caches before any sync.
+// primer is a reconciler with in-memory state to fill from the caches (and the NB's)
+// before any sync. The kinds are primed in the order of Controller.kinds.
 type primer interface {
-	prime() error
+	prime(ctx context.Context) error
+}
+
+// globalWatcher is a reconciler that watches the one NB_Global row: the runtime calls it
+// with the row found at start (old nil) and with every change.
+type globalWatcher interface {
+	globalChanged(old, cur model.Model)
 }
 
 // rowWatcher is a reconciler some of whose keys depend on rows that other keys create: it
@@ -75,39 +77,9 @@ type rowWatcher interface {
 	rowAdded(m model.Model) []nb.Key
 }
 
-// shared is what every reconciler reads: the configuration, the caches, the allocations and
-// the Event recorder. It has neither the queue nor the NB writer: a reconciler returns rows
-// and keys, and the runtime applies and enqueues them.
-type shared struct {
-	cfg      Config
-	topo     topology.Config
-	kube     kubernetes.Interface
-	view     nbView
-	ipam     *ipam.State
-	chassis  *chassisClaims // which node's gateway router each chassis carries
-	log      klog.Logger
-	recorder record.EventRecorder
-
-	// The listers several kinds read.
-	nodes      corelisters.NodeLister
-	pods       corelisters.PodLister
-	podsByNode cache.Indexer // the pod informer's store, indexed by podsByNode
-	services   corelisters.ServiceLister
-	slices     cache.Indexer // the EndpointSlice informer's store (service.go's indexes)
-}
-
-// nbView is what the controllers read of the NB: nb.CacheView of nb.
-type nbView interface {
-	nb.View
-	All(ctx context.Context) ([]model.Model, error)
-}
-
-// podsByNode indexes pods by spec.nodeName.
-const podsByNode = "spec.nodeName"
-
-// watcher is what a reconciler's constructor registers its informer handlers with. The
-// handlers only enqueue keys; Run waits until each has seen its informer's initial list.
-type watcher struct {
+// handlers registers a reconciler's informer handlers, which only enqueue keys; Run waits
+// until each has seen its informer's initial list.
+type handlers struct {
 	factory informers.SharedInformerFactory
 	queue   *reconcile.Loop[nb.Key]
 	log     klog.Logger
@@ -115,7 +87,7 @@ type watcher struct {
 }
 
 // handle adds h to inf.
-func (w *watcher) handle(inf cache.SharedIndexInformer, h cache.ResourceEventHandler) error {
+func (w *handlers) handle(inf cache.SharedIndexInformer, h cache.ResourceEventHandler) error {
 	reg, err := inf.AddEventHandler(h)
 	if err != nil {
 		return err
@@ -124,10 +96,9 @@ func (w *watcher) handle(inf cache.SharedIndexInformer, h cache.ResourceEventHan
 	return nil
 }
 
-// add enqueues keys.
 // onNodeIPsChanged registers changed to run when a node's addresses (svcmodel.NodeIPs)
 // change, a node with addresses appears or one goes.
-func (w *watcher) onNodeIPsChanged(changed func()) error {
+func (w *handlers) onNodeIPsChanged(changed func()) error {
 	check := func(old, cur *corev1.Node) {
 		var o, c []*corev1.Node
 		if old != nil {
@@ -154,7 +125,7 @@ func (w *watcher) onNodeIPsChanged(changed func()) error {
 // onNodeZoneChanged registers changed to run when a node's topology.kubernetes.io/zone label
 // changes (a node that comes or goes has its switch's rows created or deleted, which
 // enqueues the Services with per-node load balancers anyway).
-func (w *watcher) onNodeZoneChanged(changed func()) error {
+func (w *handlers) onNodeZoneChanged(changed func()) error {
 	return w.handle(w.factory.Core().V1().Nodes().Informer(), cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(old, cur any) {
 			if old.(*corev1.Node).Labels[corev1.LabelTopologyZone] != cur.(*corev1.Node).Labels[corev1.LabelTopologyZone] {
@@ -164,14 +135,15 @@ func (w *watcher) onNodeZoneChanged(changed func()) error {
 	})
 }
 
-func (w *watcher) add(keys ...nb.Key) {
+// add enqueues keys.
+func (w *handlers) add(keys ...nb.Key) {
 	for _, k := range keys {
 		w.queue.Add(k)
 	}
 }
 
 // addObject enqueues the key of kind naming obj (an object or its tombstone).
-func (w *watcher) addObject(kind nb.Kind, obj any) {
+func (w *handlers) addObject(kind nb.Kind, obj any) {
 	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 	if err != nil {
 		w.log.Error(err, "No key for object", "kind", kind)

@@ -11,9 +11,10 @@
 // affects. A read error is returned and retried, never taken for "nothing desired", which
 // would delete rows. Bad input becomes a Kubernetes Event and a log line and is not retried.
 //
-// At start-up, before the workers run, one batcher (startup.go) converges the kinds with
-// many keys and no side effects many keys to a transaction; the queue then syncs every key
-// as usual and finds little left to do.
+// At start-up one batcher (startup.go) converges the kinds with many keys and no side
+// effects many keys to a transaction, beside the workers, which sync the other kinds
+// meanwhile; each batched kind's keys wait at a gate until its batch has finished, and the
+// queue then syncs them as usual and finds little left to do.
 package controller
 
 import (
@@ -88,16 +89,19 @@ const DefaultSyncTimeout = 30 * time.Second
 // Controller is the runtime: one informer factory, one work queue of owner keys for every
 // kind, the NB cache handler, the periodic resync and the start-up batch.
 type Controller struct {
-	*shared
+	*caches
 	nb      client.Client
 	factory informers.SharedInformerFactory
 	synced  []cache.InformerSynced
 	queue   *reconcile.Loop[nb.Key]
-	// kinds are the reconcilers, in the order their keys are enqueued; byKind finds a key's.
+	// kinds are the reconcilers, in the order they are primed, batched at start-up and
+	// their keys enqueued; byKind finds a key's.
 	kinds  []reconciler
 	byKind map[nb.Kind]reconciler
 	// groups serializes the syncs of an exclusive reconciler's keys that share a group.
 	groups groupLocks
+	// gate holds the keys of the kinds whose start-up batch has not finished.
+	gate startGate
 
 	// refills counts the NB cache refills (reconnections) seen, for logs and tests.
 	refills atomic.Int64
@@ -147,7 +151,7 @@ func New(cfg Config, kube kubernetes.Interface, nbc client.Client, recorder reco
 	}}); err != nil {
 		return nil, fmt.Errorf("controller: pod index: %w", err)
 	}
-	c.shared = &shared{
+	c.caches = &caches{
 		cfg:        cfg,
 		topo:       topology.Config{ClusterCIDR: cfg.ClusterCIDR, JoinSubnet: cfg.JoinSubnet, ServiceCIDRs: cfg.ServiceCIDRs},
 		kube:       kube,
@@ -162,24 +166,24 @@ func New(cfg Config, kube kubernetes.Interface, nbc client.Client, recorder reco
 		services:   c.factory.Core().V1().Services().Lister(),
 		slices:     c.factory.Discovery().V1().EndpointSlices().Informer().GetIndexer(),
 	}
-	w := &watcher{factory: c.factory, queue: c.queue, log: log}
-	nodes, err := newNodeReconciler(c.shared, w)
+	w := &handlers{factory: c.factory, queue: c.queue, log: log}
+	nodes, err := newNodeReconciler(c.caches, w)
 	if err != nil {
 		return nil, err
 	}
-	pods, err := newPodReconciler(c.shared, w, nbc)
+	pods, err := newPodReconciler(c.caches, w, nbc)
 	if err != nil {
 		return nil, err
 	}
-	svcs, err := newServiceReconciler(c.shared, w)
+	svcs, err := newServiceReconciler(c.caches, w)
 	if err != nil {
 		return nil, err
 	}
-	policies, peers, err := newNetpolReconcilers(c.shared, nbc, w)
+	policies, peers, err := newNetpolReconcilers(c.caches, nbc, w)
 	if err != nil {
 		return nil, err
 	}
-	c.kinds = []reconciler{clusterReconciler{c.shared}, nodes, pods, svcs, peers, policies}
+	c.kinds = []reconciler{clusterReconciler{c.caches}, nodes, pods, svcs, peers, policies}
 	c.byKind = map[nb.Kind]reconciler{}
 	for _, r := range c.kinds {
 		c.byKind[r.kind()] = r
@@ -188,10 +192,11 @@ func New(cfg Config, kube kubernetes.Interface, nbc client.Client, recorder reco
 	return c, nil
 }
 
-// Run syncs until ctx is done; call it once. It waits for the informer caches, rebuilds the
-// allocations from the Node and Pod annotations and the NB, runs the start-up batch, then
-// syncs every key, including every owner found in the NB, so that rows nothing wants any
-// more are deleted. It returns an error only if it could not start.
+// Run syncs until ctx is done; call it once. It waits for the informer caches, primes the
+// kinds (the pod network rebuilds its allocations from the NB and the annotations, the
+// policies their peer index), then syncs every key, including every owner found in the NB,
+// so that rows nothing wants any more are deleted, with the start-up batch beside the
+// queue. It returns an error only if it could not start.
 func (c *Controller) Run(ctx context.Context) error {
 	c.leading.Store(true)
 	defer c.leading.Store(false)
@@ -205,25 +210,26 @@ func (c *Controller) Run(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return fmt.Errorf("controller: informer caches did not sync: %w", ctx.Err())
 	}
-	if err := c.rebuild(ctx); err != nil {
-		return err
-	}
 	for _, r := range c.kinds {
 		if p, ok := r.(primer); ok {
-			if err := p.prime(); err != nil {
+			if err := p.prime(ctx); err != nil {
 				return fmt.Errorf("controller: priming %s: %w", r.kind(), err)
 			}
 		}
 	}
-	c.startup(ctx)
 	c.nb.Cache().AddEventHandler(&nbHandler{ctx: ctx, c: c})
-	c.warnCtInvMatchAtStart(ctx)
+	c.globalAtStart(ctx)
+	// The work queue turns from here on, while the start-up batch runs: the kinds it does
+	// not batch (Nodes, Pods) are never held up by one that takes long (a huge policy).
+	// The keys of a batched kind wait until its batch has finished.
+	c.gate.hold(c.batchedKinds())
 	if err := c.enqueueAll(ctx); err != nil {
 		return err
 	}
 	c.log.Info("Started", "workers", c.cfg.Workers, "clusterCIDR", c.cfg.ClusterCIDR, "joinSubnet", c.cfg.JoinSubnet)
 
 	var wg sync.WaitGroup
+	wg.Go(func() { c.startup(ctx) })
 	if c.cfg.ResyncPeriod > 0 {
 		wg.Go(func() { c.resyncEvery(ctx, c.cfg.ResyncPeriod) })
 	}
@@ -289,9 +295,18 @@ func (c *Controller) resyncEvery(ctx context.Context, period time.Duration) {
 	}
 }
 
-// sync converges one key: its reconciler's desired rows, applied in one transaction, then
-// the keys the change affects.
+// sync is the work queue's: it converges key, unless key's kind is still in its start-up
+// batch (the batch converges it; the gate enqueues it again afterwards).
 func (c *Controller) sync(ctx context.Context, key nb.Key) error {
+	if c.gate.held(key) {
+		return nil
+	}
+	return c.converge(ctx, key)
+}
+
+// converge converges one key: its reconciler's desired rows, applied in one transaction,
+// then the keys the change affects.
+func (c *Controller) converge(ctx context.Context, key nb.Key) error {
 	r, ok := c.byKind[key.Kind]
 	if !ok {
 		return nil // a kind of another build; its rows are left alone
@@ -308,14 +323,17 @@ func (c *Controller) sync(ctx context.Context, key nb.Key) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", key, err)
 	}
-	if d.leave {
+	if d.keep {
 		return nil
 	}
-	for _, k := range d.needs {
+	for _, k := range d.syncFirst {
 		if syncing(ctx, k) {
 			continue // needs each other: the outer sync applies after this one
 		}
-		if err := c.sync(ctx, k); err != nil {
+		if c.gate.holds(k.Kind) {
+			return &waitingFor{keys: []nb.Key{k}} // in its start-up batch
+		}
+		if err := c.converge(ctx, k); err != nil {
 			return err
 		}
 	}
@@ -421,12 +439,12 @@ func (c *Controller) apply(ctx context.Context, key nb.Key, rows []nb.Row) (*nb.
 	return plan, nil
 }
 
-// followUp runs d.then after key's plan is applied and enqueues the keys it returns.
+// followUp runs d.afterCommit after key's plan is applied and enqueues the keys it returns.
 func (c *Controller) followUp(key nb.Key, d desire, plan *nb.Plan) {
-	if d.then == nil {
+	if d.afterCommit == nil {
 		return
 	}
-	keys, err := d.then(plan)
+	keys, err := d.afterCommit(plan)
 	for _, k := range keys {
 		c.queue.Add(k)
 	}
@@ -468,6 +486,28 @@ func (c *Controller) enqueueOwner(m model.Model) {
 	}
 }
 
+// globalChanged tells the kinds that watch NB_Global about a change of its one row (old:
+// nil for a new row).
+func (c *Controller) globalChanged(old, cur model.Model) {
+	for _, r := range c.kinds {
+		if w, ok := r.(globalWatcher); ok {
+			w.globalChanged(old, cur)
+		}
+	}
+}
+
+// globalAtStart is globalChanged for the NB_Global row the master finds at start.
+func (c *Controller) globalAtStart(ctx context.Context) {
+	var globals []nbdb.NBGlobal
+	if err := c.nb.List(ctx, &globals); err != nil {
+		c.log.Error(err, "Reading NB_Global")
+		return
+	}
+	for i := range globals {
+		c.globalChanged(nil, &globals[i])
+	}
+}
+
 // nbHandler turns NB cache events into keys. A change to one of our rows by someone else
 // (ovn-nbctl, another writer) resyncs its owner, which puts it back.
 //
@@ -481,7 +521,7 @@ type nbHandler struct {
 
 func (h *nbHandler) OnAdd(table string, m model.Model) {
 	if table == nbdb.NBGlobalTable {
-		h.c.warnCtInvMatch(nil, m)
+		h.c.globalChanged(nil, m)
 		n := h.c.refills.Add(1)
 		h.c.log.Info("NB cache refilled (reconnected); resyncing every key", "refills", n)
 		if err := h.c.enqueueAll(h.ctx); err != nil {
@@ -501,7 +541,7 @@ func (h *nbHandler) OnAdd(table string, m model.Model) {
 
 func (h *nbHandler) OnUpdate(table string, old, cur model.Model) {
 	if table == nbdb.NBGlobalTable {
-		h.c.warnCtInvMatch(old, cur)
+		h.c.globalChanged(old, cur)
 		return
 	}
 	if nb.ManagedEqual(old, cur) {

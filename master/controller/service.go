@@ -27,12 +27,12 @@ const (
 )
 
 // serviceReconciler converges Service keys: the load balancers of one Service, from the
-// Service, its EndpointSlices (shared.slices, indexed by slicesByService) and, for the
+// Service, its EndpointSlices (caches.slices, indexed by slicesByService) and, for the
 // traffic policies Local, topology hints or host-network endpoints, the nodes. Node syncs
 // enqueue the Services with per-node load balancers when a node's rows change.
-type serviceReconciler struct{ *shared }
+type serviceReconciler struct{ *caches }
 
-func newServiceReconciler(s *shared, w *watcher) (*serviceReconciler, error) {
+func newServiceReconciler(s *caches, w *handlers) (*serviceReconciler, error) {
 	svcInf := w.factory.Core().V1().Services()
 	sliceInf := w.factory.Discovery().V1().EndpointSlices()
 	if err := sliceInf.Informer().AddIndexers(cache.Indexers{slicesByService: func(obj any) ([]string, error) {
@@ -106,7 +106,7 @@ func newServiceReconciler(s *shared, w *watcher) (*serviceReconciler, error) {
 // namespaceLimitChanged enqueues every Service of obj's namespace when a per-namespace limit
 // applies: obj came, went or changed its number of frontends, which can admit or refuse the
 // namespace's other Services (svcmodel.Limits counts them oldest first).
-func (s *shared) namespaceLimitChanged(w *watcher, obj any) {
+func (s *caches) namespaceLimitChanged(w *handlers, obj any) {
 	if !s.cfg.ServiceLimits.NamespaceLimited() {
 		return
 	}
@@ -130,7 +130,7 @@ func (s *shared) namespaceLimitChanged(w *watcher, obj any) {
 }
 
 // refusal is the Problem of svc if the limits refuse it.
-func (s *shared) refusal(svc *corev1.Service) (svcmodel.Problem, bool, error) {
+func (s *caches) refusal(svc *corev1.Service) (svcmodel.Problem, bool, error) {
 	l := s.cfg.ServiceLimits
 	if l == (svcmodel.Limits{}) {
 		return svcmodel.Problem{}, false, nil
@@ -153,7 +153,7 @@ func (s *shared) refusal(svc *corev1.Service) (svcmodel.Problem, bool, error) {
 
 // externalPolicy is which external and ingress IPs Services may claim now: the operator's
 // ranges, less the cluster's own ranges and every node's address.
-func (s *shared) externalPolicy() (svcmodel.ExternalIPPolicy, error) {
+func (s *caches) externalPolicy() (svcmodel.ExternalIPPolicy, error) {
 	nodes, err := s.nodes.List(labels.Everything())
 	if err != nil {
 		return svcmodel.ExternalIPPolicy{}, fmt.Errorf("list nodes: %w", err)
@@ -163,7 +163,7 @@ func (s *shared) externalPolicy() (svcmodel.ExternalIPPolicy, error) {
 }
 
 // externalServices returns the keys of the Services that claim external or ingress IPs.
-func (s *shared) externalServices() ([]nb.Key, error) {
+func (s *caches) externalServices() ([]nb.Key, error) {
 	list, err := s.services.List(labels.Everything())
 	if err != nil {
 		return nil, fmt.Errorf("list services: %w", err)
@@ -178,6 +178,10 @@ func (s *shared) externalServices() ([]nb.Key, error) {
 }
 
 func (*serviceReconciler) kind() nb.Kind { return nb.Service }
+
+// batchSize: the start-up batch converges the Services 500 to a transaction (make
+// bench-services measures it).
+func (*serviceReconciler) batchSize() int { return 500 }
 
 func (r *serviceReconciler) keys() ([]string, error) {
 	return keysOf(r.services.List(labels.Everything()))
@@ -274,28 +278,6 @@ func (r *serviceReconciler) serviceNodes() ([]services.Node, error) {
 	return out, nil
 }
 
-// localServices returns the keys of the Services whose load balancers depend on the nodes
-// (services.NeedsNodes): a node's gateway, switch or address came or went. Those with
-// topology hints have one per node switch too.
-func (s *shared) localServices() ([]nb.Key, error) {
-	list, err := s.services.List(labels.Everything())
-	if err != nil {
-		return nil, fmt.Errorf("list services: %w", err)
-	}
-	var keys []nb.Key
-	for _, svc := range list {
-		key := svc.Namespace + "/" + svc.Name
-		eps, err := s.serviceSlices(key)
-		if err != nil {
-			return nil, err
-		}
-		if services.NeedsNodes(svc, eps, s.cfg.ClusterCIDR) {
-			keys = append(keys, nb.Key{Kind: nb.Service, Name: key})
-		}
-	}
-	return keys, nil
-}
-
 // hintedSliceService indexes an EndpointSlice with topology hints by its Service's key.
 func hintedSliceService(obj any) ([]string, error) {
 	if s, ok := obj.(*discoveryv1.EndpointSlice); ok && svcmodel.SlicesHinted([]*discoveryv1.EndpointSlice{s}) {
@@ -304,27 +286,4 @@ func hintedSliceService(obj any) ([]string, error) {
 		}
 	}
 	return nil, nil
-}
-
-// hintedServices returns the keys of the Services with a topology-hinted EndpointSlice: their
-// ClusterIPs may have a load balancer per node switch, with the endpoints of the node's zone.
-func (s *shared) hintedServices() []nb.Key {
-	var keys []nb.Key
-	for _, k := range s.slices.ListIndexFuncValues(hintedByService) {
-		keys = append(keys, nb.Key{Kind: nb.Service, Name: k})
-	}
-	return keys
-}
-
-// serviceSlices returns the EndpointSlices of Service key ("namespace/name").
-func (s *shared) serviceSlices(key string) ([]*discoveryv1.EndpointSlice, error) {
-	objs, err := s.slices.ByIndex(slicesByService, key)
-	if err != nil {
-		return nil, fmt.Errorf("list endpointslices of service %s: %w", key, err)
-	}
-	eps := make([]*discoveryv1.EndpointSlice, 0, len(objs))
-	for _, o := range objs {
-		eps = append(eps, o.(*discoveryv1.EndpointSlice))
-	}
-	return eps, nil
 }

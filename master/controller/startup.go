@@ -21,35 +21,99 @@ import (
 // key afterwards and finds nothing left, and a key that fails here is left to it. Single
 // changes later stay one key, one small transaction.
 
-// batchStep is one kind the start-up batch converges, with how many keys share a transaction.
-type batchStep struct {
-	kind nb.Kind
-	size int
+// batched is a reconciler whose keys the start-up batch converges, batchSize keys to a
+// transaction. The kinds are batched in the order of Controller.kinds, a step once the one
+// before has finished; a kind that is not batched (Nodes, Pods: their syncs allocate and
+// annotate, one object at a time) is left to the queue.
+type batched interface {
+	batchSize() int
 }
 
-// startupSteps are the kinds the start-up batch converges, in order; a step starts once the
-// one before has finished. Nodes and Pods are left to the queue: their syncs allocate and
-// annotate, one object at a time. The sizes are those of the two start-up paths this
-// batcher replaced; make bench-services and make bench-netpol measure them.
-var startupSteps = []batchStep{
-	// First: every cluster load balancer hangs in the Cluster's load balancer group.
-	{kind: nb.Cluster, size: 1},
-	{kind: nb.Service, size: 500},
-	// Peers before policies: a policy's ACLs name its peers' address sets.
-	{kind: nb.NetworkPolicyPeer, size: 200},
-	{kind: nb.NetworkPolicy, size: 200},
-}
-
-// startup runs the start-up batch over startupSteps.
-func (c *Controller) startup(ctx context.Context) {
-	for _, step := range startupSteps {
-		if ctx.Err() != nil {
-			return
-		}
-		if r, ok := c.byKind[step.kind]; ok {
-			c.batchKind(ctx, r, step.size)
+// batchedKinds are the kinds of the start-up batch, in order.
+func (c *Controller) batchedKinds() []nb.Kind {
+	var kinds []nb.Kind
+	for _, r := range c.kinds {
+		if _, ok := r.(batched); ok {
+			kinds = append(kinds, r.kind())
 		}
 	}
+	return kinds
+}
+
+// startup runs the start-up batch, while the work queue runs: after each step it lets the
+// queue sync the step's kind (every key of it is queued).
+func (c *Controller) startup(ctx context.Context) {
+	for _, r := range c.kinds {
+		b, ok := r.(batched)
+		if !ok {
+			continue
+		}
+		if ctx.Err() == nil {
+			c.batchKind(ctx, r, b.batchSize())
+		}
+		for _, k := range c.gate.release(r.kind()) {
+			c.queue.Add(k)
+		}
+	}
+}
+
+// startGate holds the work queue's keys of the kinds whose start-up batch has not finished:
+// the batch converges them, and a key synced by both at once would race its own writes.
+type startGate struct {
+	mu      sync.Mutex
+	holding map[nb.Kind]bool
+	keys    map[nb.Key]bool
+}
+
+// hold holds the keys of kinds until release.
+func (g *startGate) hold(kinds []nb.Kind) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.holding, g.keys = map[nb.Kind]bool{}, map[nb.Key]bool{}
+	for _, k := range kinds {
+		g.holding[k] = true
+	}
+}
+
+// holds reports whether kind's keys are held.
+func (g *startGate) holds(kind nb.Kind) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.holding[kind]
+}
+
+// held reports whether key's kind is held, and then keeps key for release.
+func (g *startGate) held(key nb.Key) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.holding[key.Kind] {
+		return false
+	}
+	g.keys[key] = true
+	return true
+}
+
+// release stops holding kind and returns the keys of it held meanwhile.
+func (g *startGate) release(kind nb.Kind) []nb.Key {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.holding, kind)
+	var keys []nb.Key
+	for k := range g.keys {
+		if k.Kind == kind {
+			keys = append(keys, k)
+			delete(g.keys, k)
+		}
+	}
+	return keys
+}
+
+// bounded returns ctx bounded by the sync timeout: what one key of a batch may take.
+func (c *Controller) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	if c.syncTimeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, c.syncTimeout)
 }
 
 // batchStats counts what a start-up step did.
@@ -106,13 +170,16 @@ func (c *Controller) applyBatch(ctx context.Context, r reconciler, names []strin
 	failed := 0
 	for _, n := range names {
 		key := nb.Key{Kind: kind, Name: n}
-		d, err := r.desired(ctx, n)
-		if err == nil && len(d.needs) > 0 {
+		// One key's desired state is bounded as its sync in the queue would be.
+		dctx, cancel := c.bounded(ctx)
+		d, err := r.desired(dctx, n)
+		cancel()
+		if err == nil && len(d.syncFirst) > 0 {
 			// Only missing keys are named: they failed in their own step.
-			err = &waitingFor{keys: d.needs}
+			err = &waitingFor{keys: d.syncFirst}
 		}
 		var plan *nb.Plan
-		if err == nil && !d.leave {
+		if err == nil && !d.keep {
 			plan, err = nb.Diff(ctx, view, key, d.rows)
 		}
 		if err != nil {
@@ -120,7 +187,7 @@ func (c *Controller) applyBatch(ctx context.Context, r reconciler, names []strin
 			failed++
 			continue
 		}
-		if !d.leave {
+		if !d.keep {
 			items = append(items, batchItem{key: key, want: d, plan: plan})
 		}
 	}
@@ -164,6 +231,8 @@ func (st *batchStats) add(changed, failed, txns int) {
 
 // transactPlans applies plans in one transaction.
 func (c *Controller) transactPlans(ctx context.Context, plans []*nb.Plan) error {
+	ctx, cancel := c.bounded(ctx)
+	defer cancel()
 	if _, err := nb.Merge(plans...).Apply(ctx, c.nb); err != nil {
 		return fmt.Errorf("start-up batch of %d keys: %w", len(plans), err)
 	}

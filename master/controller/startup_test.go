@@ -30,7 +30,7 @@ func (s *stubReconciler) desired(_ context.Context, key string) (desire, error) 
 	if err := s.errs[key]; err != nil {
 		return desire{}, err
 	}
-	return desire{then: func(*nb.Plan) ([]nb.Key, error) {
+	return desire{afterCommit: func(*nb.Plan) ([]nb.Key, error) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		s.then = append(s.then, key)
@@ -76,7 +76,7 @@ func TestStartupBatchLeavesFailuresToQueue(t *testing.T) {
 	var logs logLines
 	log := logs.logger()
 	c := &Controller{
-		shared: &shared{cfg: Config{Workers: 2}, view: rowsView{}, log: log},
+		caches: &caches{cfg: Config{Workers: 2}, view: rowsView{}, log: log},
 		queue:  reconcile.New[nb.Key]("test", nil, log, reconcile.Options{}),
 	}
 	broken := errors.New("endpointslice cache unreadable")

@@ -59,10 +59,23 @@ type unitEnv struct {
 	stop func()
 	// logs, when set, collects the log of the masters started from then on (else t.Log).
 	logs *logLines
+	// wrapNB, when set, is what the masters started from then on write the NB through,
+	// given their NB client; beforeRun, when set, sees each master before it runs.
+	wrapNB    func(client.Client) client.Client
+	beforeRun func(*Controller)
 }
 
 // startUnit starts the master with cfg on a fake clientset holding objs and an empty NB.
 func startUnit(t *testing.T, cfg Config, objs ...runtime.Object) *unitEnv {
+	t.Helper()
+	e := newUnit(t, cfg, objs...)
+	e.startMaster()
+	return e
+}
+
+// newUnit is startUnit without starting the master: the test sets hooks, then calls
+// startMaster.
+func newUnit(t *testing.T, cfg Config, objs ...runtime.Object) *unitEnv {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -78,7 +91,7 @@ func startUnit(t *testing.T, cfg Config, objs ...runtime.Object) *unitEnv {
 	if _, err := ovsdb.Transact(ctx, e.reader, ops...); err != nil {
 		t.Fatal(err)
 	}
-	e.startMaster()
+	e.stop = func() {}
 	t.Cleanup(func() { e.stop() })
 	return e
 }
@@ -102,10 +115,17 @@ func (e *unitEnv) startMaster() {
 	if e.logs != nil {
 		log = e.logs.logger()
 	}
-	ctrl, err := New(cfg, e.kube, nbc, e.events, log)
+	var writer client.Client = nbc
+	if e.wrapNB != nil {
+		writer = e.wrapNB(nbc)
+	}
+	ctrl, err := New(cfg, e.kube, writer, e.events, log)
 	if err != nil {
 		cancel()
 		e.t.Fatal(err)
+	}
+	if e.beforeRun != nil {
+		e.beforeRun(ctrl)
 	}
 	e.ctrl = ctrl
 	done := make(chan error, 1)

@@ -72,13 +72,13 @@ func TestWindowsNodeSameAsLinux(t *testing.T) {
 
 	// traceFrom traces a new TCP connection from src (on its node's switch) to dst:port and
 	// says whether it is delivered to want's port.
-	traceFrom := func(src npPod, node string, dst string, port int, want npPod, lbDst string) (bool, string) {
+	traceFrom := func(src testPod, node string, dst string, port int, want testPod, lbDst string) (bool, string) {
 		flow := fmt.Sprintf(`inport == %q && eth.src == %s && eth.dst == %s && ip4.src == %s && ip4.dst == %s && ip.ttl == 64 && tcp && tcp.src == 40000 && tcp.dst == %d`,
 			contract.PodPort(src.ns, src.name), src.mac, src.gwMAC, src.ip, dst, port)
 		out := e.traceLB(node, flow, lbDst)
 		return strings.Contains(out, fmt.Sprintf("output(%q)", contract.PodPort(want.ns, want.name))), out
 	}
-	expect := func(what string, src npPod, node string, dst npPod, allowed bool) {
+	expect := func(what string, src testPod, node string, dst testPod, allowed bool) {
 		t.Helper()
 		e.eventually(what, func() (bool, string) {
 			ok, out := traceFrom(src, node, dst.ip.String(), 8080, dst, "")
@@ -111,7 +111,7 @@ func TestWindowsNodeSameAsLinux(t *testing.T) {
 	e.createSlice("srv", "srv-1", []slicePort{{"http", corev1.ProtocolTCP, 8080}},
 		sliceEP{winSrv.ip, "win1", true}, sliceEP{linSrv.ip, "lin1", true})
 	vip := svc.Spec.ClusterIP
-	for _, backend := range []npPod{winSrv, linSrv} {
+	for _, backend := range []testPod{winSrv, linSrv} {
 		e.eventually("windows client through the ClusterIP to "+backend.name, func() (bool, string) {
 			return traceFrom(winCli, "win1", vip, 80, backend, backend.ip.String()+":8080")
 		})

@@ -1,8 +1,6 @@
 package controller
 
 import (
-	"context"
-
 	"github.com/ovn-org/libovsdb/model"
 
 	"github.com/ovn-transparent/ovn-transparent/ovsdb-models/nbdb"
@@ -26,24 +24,12 @@ func ctInvMatchTurnedOff(old, cur model.Model) bool {
 	return off(cur) && !off(old)
 }
 
-// warnCtInvMatch logs when NB_Global turns OVN's drop of invalid packets off (old: the row
-// before, nil when there was none).
-func (c *Controller) warnCtInvMatch(old, cur model.Model) {
+// globalChanged logs when NB_Global turns OVN's drop of invalid packets off (old: the row
+// before, nil when there was none): the cluster's load balancers rely on it.
+func (r clusterReconciler) globalChanged(old, cur model.Model) {
 	if ctInvMatchTurnedOff(old, cur) {
-		c.log.Info("Warning: NB_Global options:"+ctInvMatchOption+"=false: OVN no longer drops packets conntrack marks invalid; "+
+		r.log.Info("Warning: NB_Global options:"+ctInvMatchOption+"=false: OVN no longer drops packets conntrack marks invalid; "+
 			"with the kernel datapath a backend's out-of-window TCP segment then reaches the client without its reverse NAT "+
 			"and the client resets the connection (docs/security.md)", "option", ctInvMatchOption)
-	}
-}
-
-// warnCtInvMatchAtStart is warnCtInvMatch for the NB_Global row the master finds at start.
-func (c *Controller) warnCtInvMatchAtStart(ctx context.Context) {
-	var globals []nbdb.NBGlobal
-	if err := c.nb.List(ctx, &globals); err != nil {
-		c.log.Error(err, "Reading NB_Global")
-		return
-	}
-	for i := range globals {
-		c.warnCtInvMatch(nil, &globals[i])
 	}
 }
