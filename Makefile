@@ -12,7 +12,7 @@ LDFLAGS     := -X github.com/ovn-transparent/ovn-transparent/internal/cliapp.ver
 TEST_FLAGS  ?= -count=1 -timeout 30m
 export OVNT_CACHE_DIR ?= /var/cache/ovn-transparent
 
-.PHONY: first-run-note all build build-windows models lint lint-deploy images deploy-test deps kube-binaries test test-unit test-integration bench bench-services bench-netpol conformance conformance-k8s e2e-binaries sandbox sandbox-down clean
+.PHONY: first-run-note all build build-windows models lint lint-deploy images deploy-test deps kube-binaries test test-unit test-unit-nonroot test-integration bench bench-services bench-netpol conformance conformance-k8s e2e-binaries sandbox sandbox-down clean
 
 all: build
 
@@ -128,12 +128,16 @@ e2e-binaries:
 # ovsdb-server in a temporary directory (Debian's openvswitch-common). Tests of the other
 # tiers skip themselves under -short (testenv.Integration); the packages that hold nothing
 # else are left out, rather than linked only to skip.
-UNIT_PKGS    = $(shell $(GO) list ./... | grep -v -E '/test/(e2e|svcbench|npbench|bench|cluster|cmd)(/|$$)|/node/integration$$')
+UNIT_PKGS    = $(shell $(GO) list ./... | grep -v -E '/test/(e2e|svcbench|npbench|bench|cluster|cmd|realnode|upstream/suite)(/|$$)|/node/integration$$')
 
 test-unit:
 	@mkdir -p $(OUT); rm -f $(SKIP_LOG)
-	@OVNT_SKIP_LOG=$(SKIP_LOG) $(GO) test -count=1 -short $(UNIT_PKGS); rc=$$?; \
+	@OVNT_SKIP_LOG=$(SKIP_LOG) $(GO) test -count=1 -short $(TEST_UNIT_FLAGS) $(UNIT_PKGS); rc=$$?; \
 	  bash hack/skip-report.sh $(SKIP_LOG); exit $$rc
+
+# The unit tier as the user nobody (run as root): what a developer without root gets.
+test-unit-nonroot:
+	bash hack/test-unit-nonroot.sh
 
 # The integration and end-to-end tiers alone (root, OVS, the Kubernetes binaries).
 test-integration: deps build kube-binaries e2e-binaries
