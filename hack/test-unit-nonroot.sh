@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs `make test-unit` as an unprivileged user (default nobody), as a developer without root
-# runs it: from this tree, which that user only reads, with its own HOME, Go build cache and
-# module cache under $OVNT_UNIT_DIR (default /var/tmp/ovnt-unit; kept, so the next run is
-# warm) and $(OUT) there too. Run as root; the modules come from root's module cache, else
-# from the proxy. Extra arguments go to make (e.g. TEST_UNIT_FLAGS=-v).
+# runs it: from this tree, which that user only reads, with its own HOME, Go build and module
+# caches and $(OUT) under $OVNT_UNIT_DIR (default /var/tmp/ovnt-unit). The caches are kept:
+# the first run compiles everything (the module cache's path is part of the build cache's
+# keys), the next ones are warm. Run as root; the modules come from root's module cache,
+# else from the proxy. Extra arguments go to make (e.g. TEST_UNIT_FLAGS=-v).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 user=${OVNT_UNIT_USER:-nobody}
@@ -13,11 +14,6 @@ if [ "$(id -u)" != 0 ]; then
 	exit 1
 fi
 mkdir -p "$dir/home" "$dir/gocache" "$dir/gomodcache" "$dir/out"
-# A first run starts from root's build cache (a copy): the tier's time is the warm one.
-if [ -z "$(ls -A "$dir/gocache")" ] && [ -d "$(go env GOCACHE)" ]; then
-	echo "test-unit-nonroot: copying $(go env GOCACHE) into $dir/gocache (first run)"
-	cp -a "$(go env GOCACHE)/." "$dir/gocache/"
-fi
 GOMODCACHE=$dir/gomodcache GOPROXY="file://$(go env GOMODCACHE)/cache/download,$(go env GOPROXY)" \
 	GOFLAGS=-mod=readonly go mod download
 chown -R "$user" "$dir"
