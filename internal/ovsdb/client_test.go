@@ -14,6 +14,7 @@ import (
 	"github.com/ovn-org/libovsdb/client"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/testenv"
 )
 
 func TestParseRemotes(t *testing.T) {
@@ -104,6 +105,7 @@ func TestConnectUnixAndTCP(t *testing.T) {
 
 // TestNewWaitsForServer starts the client before the server: New retries until it is up.
 func TestNewWaitsForServer(t *testing.T) {
+	testenv.Integration(t)
 	tl := needTools(t)
 	dir := shortTempDir(t)
 	s := newStandalone(t, tl, dir, "nb")
@@ -181,6 +183,7 @@ func TestOnlyRequestedTablesAreCached(t *testing.T) {
 // TestReconnectAfterKill kills the server with SIGKILL, changes the database while the client
 // is away, and checks that the client's cache converges to exactly the server's content.
 func TestReconnectAfterKill(t *testing.T) {
+	testenv.Integration(t)
 	tl := needTools(t)
 	dir := shortTempDir(t)
 	s := newStandalone(t, tl, dir, "nb")
@@ -239,6 +242,7 @@ func TestReconnectAfterKill(t *testing.T) {
 // TestDisconnectsCounted: a server that goes away shows in the client's disconnection
 // counter, under the prefix the component chose, and the client comes back.
 func TestDisconnectsCounted(t *testing.T) {
+	testenv.Integration(t)
 	tl := needTools(t)
 	s := newStandalone(t, tl, shortTempDir(t), "nb")
 	s.start()

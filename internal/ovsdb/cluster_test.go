@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/testenv"
 )
 
 // cluster is a 3-member RAFT cluster of the Northbound database on loopback.
@@ -108,6 +109,7 @@ func firstLine(out, prefix string) string {
 // away (the old leader keeps running), then kills the new leader, and checks each time that
 // the client moves to the new leader, can write, and that its cache is the cluster's content.
 func TestFollowsLeader(t *testing.T) {
+	testenv.Integration(t)
 	tl := needTools(t)
 	dir := shortTempDir(t)
 	cl := newCluster(t, tl, dir)

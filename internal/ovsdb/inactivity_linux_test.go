@@ -12,12 +12,14 @@ import (
 	"time"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/testenv"
 )
 
 // TestInactivityProbeDropsHungServer: a server that stops answering (SIGSTOP: its socket
 // stays open, as behind a half-open TCP connection) is dropped by the inactivity probe, and
 // the client is back with the server once it answers again (audit M4).
 func TestInactivityProbeDropsHungServer(t *testing.T) {
+	testenv.Integration(t)
 	tl := needTools(t)
 	dir := shortTempDir(t)
 	s := newStandalone(t, tl, dir, "nb")
@@ -45,6 +47,7 @@ func TestInactivityProbeDropsHungServer(t *testing.T) {
 // lock to disconnect while the transaction, holding that lock, waited to report its reply to
 // the probe.
 func TestTransactAnsweredAfterProbeGaveUp(t *testing.T) {
+	testenv.Integration(t)
 	tl := needTools(t)
 	dir := shortTempDir(t)
 	s := newStandalone(t, tl, dir, "nb")
@@ -89,6 +92,7 @@ func TestTransactAnsweredAfterProbeGaveUp(t *testing.T) {
 // never answers again. The transaction fails after TransactTimeout, and the client leaves
 // the server (the probe could not disconnect while the transaction held the connection).
 func TestTransactTimeoutOnHungServer(t *testing.T) {
+	testenv.Integration(t)
 	tl := needTools(t)
 	dir := shortTempDir(t)
 	s := newStandalone(t, tl, dir, "nb")

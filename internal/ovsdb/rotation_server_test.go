@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/testenv"
 )
 
 // ovsdb-server (OVS 3.1 here) picks up a certificate and key replaced in place, given on
@@ -16,6 +18,7 @@ import (
 // reloads a file whose modification time changed when the server hands it the file names
 // again, which it does in its main loop. docs/security.md (Rotation) rests on this.
 func TestServerPicksUpRotatedCertificate(t *testing.T) {
+	testenv.Integration(t)
 	tl := needTools(t)
 	dir := shortTempDir(t)
 	pki := newTestPKI(t, dir, "ca")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ovn-transparent/ovn-transparent/internal/testing/pkitest"
 	"github.com/ovn-transparent/ovn-transparent/internal/testing/poll"
+	"github.com/ovn-transparent/ovn-transparent/internal/testing/testenv"
 )
 
 // testPKI is a CA and the PEM files of certificates it signed, written in dir.
@@ -99,6 +100,7 @@ func TestSSL(t *testing.T) {
 // TestSSLServerName: the client checks that the server's certificate names the host of the
 // ssl: remote it dialled. A certificate the trusted CA signed for another host is refused.
 func TestSSLServerName(t *testing.T) {
+	testenv.Integration(t)
 	tl := needTools(t)
 	dir := shortTempDir(t)
 	pki := newTestPKI(t, dir, "ca")
@@ -155,6 +157,7 @@ func TestSSLServerName(t *testing.T) {
 // reconnection. The server is restarted with a certificate of a new CA, and the client's
 // three files are replaced in place by the new CA's: the client reconnects without a restart.
 func TestSSLRotation(t *testing.T) {
+	testenv.Integration(t)
 	tl := needTools(t)
 	dir := shortTempDir(t)
 	files := map[string]string{} // role -> fixed path the server and client are given

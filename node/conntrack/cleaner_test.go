@@ -51,11 +51,16 @@ func (d *lateDatapath) gone() bool {
 // after the first recheck is still deleted, without another change (the rechecks follow one
 // another; the queue kept only the first of them).
 func TestCleanerLooksAgainAfterAChange(t *testing.T) {
+	// The rechecks' order, not their length, is under test: shorter ones keep the unit tier
+	// fast (the real ones, 1 s and 5 s, would make the test wait 6 s).
+	defer func(r []time.Duration) { recheck = r }(recheck)
+	recheck = []time.Duration{50 * time.Millisecond, 250 * time.Millisecond, 30 * time.Second}
 	d := &lateDatapath{}
 	c := NewCleaner(d, logr.Discard())
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go c.Run(ctx)
+	stopped := make(chan struct{})
+	go func() { c.Run(ctx); close(stopped) }()
+	defer func() { cancel(); <-stopped }() // before recheck is put back
 	c.Set(Table{{17, ap("10.96.0.10:53")}: {Service: "ns/dns", Backends: []netip.AddrPort{ap("10.244.1.6:8080")}}})
 	poll.Eventually(t, ctx, "the late stale entry deleted", 20*time.Second, 50*time.Millisecond, func() (bool, error) {
 		return d.gone(), nil

@@ -24,6 +24,7 @@ import (
 // the chassis registers. docs/security.md (Rotation) rests on this; the agent writes the row
 // once (EnsureSSL) and leaves the files to the operator.
 func TestOVNControllerPicksUpRotatedCertificate(t *testing.T) {
+	testenv.Integration(t)
 	testenv.Require(t, "ovn-controller", "ovn-sbctl", "ovsdb-server", "ovsdb-tool")
 	dir, err := os.MkdirTemp("", "ovnt-rot") // short: unix socket paths
 	if err != nil {

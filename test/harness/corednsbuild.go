@@ -3,8 +3,10 @@
 package harness
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,7 +30,9 @@ func EnsureCoreDNS(ctx context.Context, logf func(string, ...any)) (string, erro
 			return err
 		}
 		defer os.RemoveAll(gobin)
-		cmd := exec.CommandContext(ctx, "go", "install", "-trimpath", "github.com/coredns/coredns@"+CoreDNSVersion)
+		// -v names each package as it is compiled, for the progress lines (no total: go
+		// list does not take module@version).
+		cmd := exec.CommandContext(ctx, "go", "install", "-v", "-trimpath", "github.com/coredns/coredns@"+CoreDNSVersion)
 		cmd.Dir = gobin
 		// The Kubernetes build's environment (static, for this machine, no workspace)
 		// without its -mod=mod, which go install module@version refuses.
@@ -39,8 +43,14 @@ func EnsureCoreDNS(ctx context.Context, logf func(string, ...any)) (string, erro
 			}
 		}
 		cmd.Env = append(env, "GOBIN="+gobin)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("go install: %w: %s", err, lastLines(string(out), 15))
+		var out bytes.Buffer
+		compiled := &packageCounter{}
+		cmd.Stdout, cmd.Stderr = &out, io.MultiWriter(&out, compiled)
+		stop := reportProgress(logf, "coredns build", compiled)
+		err = cmd.Run()
+		stop()
+		if err != nil {
+			return fmt.Errorf("go install: %w: %s", err, lastLines(out.String(), 15))
 		}
 		return os.Rename(filepath.Join(gobin, "coredns"), tmp)
 	})

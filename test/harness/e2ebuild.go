@@ -44,7 +44,18 @@ func EnsureE2EBinaries(ctx context.Context, version string, logf func(string, ..
 			return err
 		}
 		start := time.Now()
-		logf("e2e build: compiling k8s.io/kubernetes/test/e2e %s (the long part)", version)
+		// The suite's dependencies first, with go build -v, which names each package it
+		// compiles, for the progress lines; go test -c then finds them in the build cache.
+		deps, stale, err := b.staleDeps(ctx, true, []string{"-trimpath"}, "k8s.io/kubernetes/test/e2e")
+		if err != nil {
+			return fmt.Errorf("%w (log: %s)", err, b.logPath())
+		}
+		logf("e2e build: compiling k8s.io/kubernetes/test/e2e %s: %d packages (the long part; progress every %s)",
+			version, stale, progressEvery)
+		if _, err := b.goCmdProgress(ctx, "e2e build", &packageCounter{Total: stale},
+			append([]string{"build", "-v", "-trimpath"}, deps...)...); err != nil {
+			return fmt.Errorf("%w (log: %s)", err, b.logPath())
+		}
 		// -vet=off: vetting the whole suite would double the build for nothing we act on.
 		if _, err := b.goCmd(ctx, "go test -c", "test", "-c", "-vet=off", "-trimpath", "-ldflags="+b.ldflags(),
 			"-o", filepath.Join(tmp, E2ETestBinary), "k8s.io/kubernetes/test/e2e"); err != nil {

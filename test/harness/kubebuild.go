@@ -9,12 +9,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -93,7 +95,7 @@ func EnsureKubeBinaries(ctx context.Context, version string, logf func(string, .
 		return binDir, nil
 	}
 	start := time.Now()
-	logf("kube build: building %s into %s (5-8 minutes when the Go caches are cold)", version, binDir)
+	logf("kube build: building %s into %s, once: about 30 minutes on 2 cores when the Go caches are cold", version, binDir)
 	b := &kubeBuild{version: version, minor: m[1], verDir: verDir, logf: logf}
 	if err := b.run(ctx); err != nil {
 		return "", fmt.Errorf("kube build %s: %w (log: %s)", version, err, b.logPath())
@@ -320,13 +322,20 @@ func (b *kubeBuild) buildInto(ctx context.Context, binDir string) error {
 		return err
 	}
 	defer os.RemoveAll(tmp) // a no-op once renamed
-	args := []string{"build", "-trimpath", "-ldflags=" + b.ldflags(), "-o", tmp + string(filepath.Separator)}
+	args := []string{"build", "-v", "-trimpath", "-ldflags=" + b.ldflags(), "-o", tmp + string(filepath.Separator)}
+	var pkgs []string
 	for _, p := range kubePackages {
-		args = append(args, "k8s.io/kubernetes/"+p)
+		pkgs = append(pkgs, "k8s.io/kubernetes/"+p)
 	}
-	b.logf("kube build: compiling %s (the long part)", strings.Join(kubeCommands, ", "))
+	args = append(args, pkgs...)
+	_, stale, err := b.staleDeps(ctx, false, []string{"-trimpath"}, pkgs...)
+	if err != nil {
+		return err
+	}
+	b.logf("kube build: compiling %s: %d packages (the long part; progress every %s)",
+		strings.Join(kubeCommands, ", "), stale, progressEvery)
 	start := time.Now()
-	if _, err := b.goCmd(ctx, "go build", args...); err != nil {
+	if _, err := b.goCmdProgress(ctx, "kube build", &packageCounter{Total: stale}, args...); err != nil {
 		return err
 	}
 	b.logf("kube build: compiled in %s", time.Since(start).Round(time.Second))
@@ -368,8 +377,16 @@ func (b *kubeBuild) ldflags() string {
 }
 
 // goCmd runs the go command in the throwaway module, appending its output to the build log;
-// it returns stdout. On failure the error carries the end of the output.
+// it returns stdout. On failure the error carries the end of the output. A command that
+// runs past progressEvery says so, with the time elapsed, every progressEvery.
 func (b *kubeBuild) goCmd(ctx context.Context, what string, args ...string) ([]byte, error) {
+	return b.goCmdProgress(ctx, what, nil, args...)
+}
+
+// goCmdProgress is goCmd with the progress of a compilation: with compiled not nil, args
+// must hold -v (the go command then names each package on stderr as it compiles it), and
+// the progress lines count them.
+func (b *kubeBuild) goCmdProgress(ctx context.Context, what string, compiled *packageCounter, args ...string) ([]byte, error) {
 	logFile, err := os.OpenFile(b.logPath(), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, err
@@ -382,13 +399,118 @@ func (b *kubeBuild) goCmd(ctx context.Context, what string, args ...string) ([]b
 	cmd.Env = b.env
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
+	if compiled != nil {
+		cmd.Stderr = io.MultiWriter(&stderr, compiled)
+	}
+	stop := reportProgress(b.logf, what, compiled)
 	err = cmd.Run()
+	stop()
 	logFile.Write(stdout.Bytes())
 	logFile.Write(stderr.Bytes())
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w: %s", what, err, lastLines(stderr.String(), 15))
 	}
 	return stdout.Bytes(), nil
+}
+
+// progressEvery is how often a long go command says how far it is.
+const progressEvery = 30 * time.Second
+
+// reportProgress logs, every progressEvery until stop is called, that what is still running,
+// the time elapsed and, with compiled not nil, the packages compiled so far.
+func reportProgress(logf func(string, ...any), what string, compiled *packageCounter) (stop func()) {
+	if logf == nil {
+		return func() {}
+	}
+	start := time.Now()
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(progressEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				logf("%s: %s, %s elapsed", what, compiled.progress(), time.Since(start).Round(time.Second))
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
+// packageCounter counts the packages `go build -v` names on stderr (one import path a line,
+// which has no space, unlike the compiler's messages) against Total, the packages the build
+// had to compile when it started (0: not known).
+type packageCounter struct {
+	Total int
+
+	mu      sync.Mutex
+	partial []byte // the start of a line not yet ended
+	n       int
+}
+
+func (c *packageCounter) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	data := append(c.partial, p...)
+	for {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			break
+		}
+		line := bytes.TrimSpace(data[:i])
+		if len(line) > 0 && line[0] != '#' && !bytes.ContainsAny(line, " \t") {
+			c.n++
+		}
+		data = data[i+1:]
+	}
+	c.partial = append([]byte(nil), data...)
+	return len(p), nil
+}
+
+// progress says how far the build is: "still running" for a command that compiles nothing
+// countable (c nil).
+func (c *packageCounter) progress() string {
+	if c == nil {
+		return "still running"
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.Total == 0 {
+		return fmt.Sprintf("%d packages compiled", c.n)
+	}
+	return fmt.Sprintf("%d of %d packages compiled", min(c.n, c.Total), c.Total)
+}
+
+// staleDeps lists, with the build flags flags, the packages of pkgs and their dependencies
+// (with test, those of their tests too): all of them, and how many of them the build cache
+// does not hold, that is how many a build of pkgs compiles. With test, the test binary's
+// own packages (those built with the tests, ForTest, and the generated main) are left out:
+// go test -c compiles them.
+func (b *kubeBuild) staleDeps(ctx context.Context, test bool, flags []string, pkgs ...string) (all []string, stale int, err error) {
+	args := append([]string{"list", "-deps", "-e"}, flags...)
+	if test {
+		args = append(args, "-test")
+	}
+	args = append(args, "-f", "{{.Stale}}|{{.ForTest}}|{{.ImportPath}}")
+	out, err := b.goCmd(ctx, "go list", append(args, pkgs...)...)
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.SplitN(line, "|", 3)
+		if len(f) != 3 || f[1] != "" || (test && strings.HasSuffix(f[2], ".test")) {
+			continue
+		}
+		all = append(all, f[2])
+		if f[0] == "true" {
+			stale++
+		}
+	}
+	return all, stale, nil
 }
 
 func lastLines(s string, n int) string {

@@ -13,9 +13,11 @@ import (
 )
 
 // Integration marks a test of the integration or end-to-end tier: it needs root, network
-// namespaces, OVS daemons or the Kubernetes binaries. Under `go test -short` (make
-// test-unit) it is skipped; that is the tier's definition, not a missing prerequisite, so it
-// is not logged.
+// namespaces, an OVS or OVN daemon other than one ovsdb-server (ovs-vswitchd, ovn-controller,
+// ovn-northd, a RAFT cluster) or the Kubernetes binaries, or it takes its time by design
+// (certificate rotation, timeouts, a server stopped or restarted under a client). Under
+// `go test -short` (make test-unit) it is skipped; that is the tier's definition, not a
+// missing prerequisite, so it is not logged. make test runs it.
 func Integration(tb testing.TB) {
 	tb.Helper()
 	if testing.Short() {
