@@ -48,8 +48,9 @@ lint-deploy: build
 # The Linux image, from images/linux/Dockerfile, into $(OUT)/images/ovnt-linux.tar (a docker
 # archive); with Debian's buildah and a Debian 12 base made here (hack/build-images.sh), as
 # no registry is needed. With Docker: the `docker build` line of images/README.md.
-images: build
-	bash hack/build-images.sh
+# The Windows image, $(OUT)/images/ovnt-windows.tar, is written directly (images/windows).
+images: build build-windows
+	GO=$(GO) bash hack/build-images.sh
 
 # The image deployed for real (test/deployreal): `make images`, then a cluster of real nodes
 # with nothing of ours on them, the image imported into their containerd and
