@@ -5,9 +5,9 @@
 // (mcr.microsoft.com/oss/kubernetes/windows-host-process-containers-base-image) is written
 // here instead:
 //
-//   - layer 1, the base: the files containerd's Windows snapshotter checks when it unpacks
-//     a first layer (Files\Windows\System32\config\ DEFAULT, SAM, SECURITY, SOFTWARE,
-//     SYSTEM), empty, as in the base image's first releases;
+//   - layer 1, the base: the files Windows checks when containerd unpacks a first layer
+//     (hcsshim's base layer processing): Files\Windows\System32\config\ DEFAULT, SAM,
+//     SECURITY, SOFTWARE, SYSTEM, empty, as in the base image's first releases;
 //   - layer 2: ovnt-node.exe and ovnt-cni.exe in Files\ovnt\ (the Dockerfile's COPY).
 //
 // Windows layers carry their files below Files/ (containerd hands them to hcsshim's layer
