@@ -58,10 +58,12 @@ images: build build-windows
 # DaemonSet and the master's failover are checked. Then playbooks/ovn_central.yml over SSH
 # on three machines booted with systemd (a RAFT cluster), twice, and the NB leader's machine
 # killed. Not part of make test: minutes, and over 1 GB of disk (images/README.md#verified).
+# DEPLOY_RUN picks some of the tests (.ci/run runs a subset).
+DEPLOY_RUN ?= TestLinuxManifestsOnBareNodes|TestManifests|TestMachineCredentials|TestAnsibleCentral|TestAnsibleSite
 deploy-test: deps images kube-binaries
 	bash hack/install-deps.sh deploy
 	OVNT_BIN_DIR=$(abspath $(BIN)) OVNT_IMAGE_ARCHIVE=$(abspath $(OUT))/images/ovnt-linux.tar OVNT_ANSIBLE_MACHINES=1 \
-	  $(GO) test -count=1 -timeout 45m -v -run 'TestLinuxManifestsOnBareNodes|TestManifests|TestMachineCredentials|TestAnsibleCentral|TestAnsibleSite' ./test/deployreal/
+	  $(GO) test -count=1 -timeout 45m -v -run '$(DEPLOY_RUN)' ./test/deployreal/
 
 deps:
 	bash hack/install-deps.sh
