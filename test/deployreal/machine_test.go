@@ -56,6 +56,23 @@ func ensureMachineRootfs(ctx context.Context, logf func(string, ...any)) (string
 	return dir, os.Rename(tmp, dir)
 }
 
+// machineRootfs returns the machines' root filesystem, made first if the cache has none,
+// before the test's own deadline starts: making it is a one-time cost (about two minutes,
+// many more on a loaded machine) that must not eat the time the test gives its steps (a
+// fresh machine's first TestAnsibleCentral had its playbook killed at the deadline).
+func machineRootfs(t *testing.T) string {
+	t.Helper()
+	start := time.Now()
+	rootfs, err := ensureMachineRootfs(t.Context(), t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Logf("machines' root filesystem made in %s", d.Round(time.Second))
+	}
+	return rootfs
+}
+
 // machine is a host Ansible deploys to: a network namespace on the underlay (a harness node
 // without daemons), and in it a Debian 12 system booted with systemd as PID 1 in its own PID,
 // mount, UTS and IPC namespaces, on an overlay of the shared root filesystem.

@@ -38,14 +38,11 @@ import (
 // Opt-in like TestAnsibleCentral: make deploy-test sets OVNT_ANSIBLE_MACHINES=1.
 func TestAnsibleSite(t *testing.T) {
 	requireMachines(t, "ansible-playbook")
+	rootfs := machineRootfs(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	r := harness.NewTestRun(t)
 	bin, err := cluster.BinDir(ctx, r.Path("bin"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rootfs, err := ensureMachineRootfs(ctx, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
