@@ -48,8 +48,9 @@ lint-deploy: build
 # The Linux image, from images/linux/Dockerfile, into $(OUT)/images/ovnt-linux.tar (a docker
 # archive); with Debian's buildah and a Debian 12 base made here (hack/build-images.sh), as
 # no registry is needed. With Docker: the `docker build` line of images/README.md.
-images: build
-	bash hack/build-images.sh
+# The Windows image, $(OUT)/images/ovnt-windows.tar, is written directly (images/windows).
+images: build build-windows
+	GO=$(GO) bash hack/build-images.sh
 
 # The image deployed for real (test/deployreal): `make images`, then a cluster of real nodes
 # with nothing of ours on them, the image imported into their containerd and
@@ -57,10 +58,12 @@ images: build
 # DaemonSet and the master's failover are checked. Then playbooks/ovn_central.yml over SSH
 # on three machines booted with systemd (a RAFT cluster), twice, and the NB leader's machine
 # killed. Not part of make test: minutes, and over 1 GB of disk (images/README.md#verified).
+# DEPLOY_RUN picks some of the tests (.ci/run runs a subset).
+DEPLOY_RUN ?= TestLinuxManifestsOnBareNodes|TestManifests|TestMachineCredentials|TestAnsibleCentral|TestAnsibleSite
 deploy-test: deps images kube-binaries
 	bash hack/install-deps.sh deploy
 	OVNT_BIN_DIR=$(abspath $(BIN)) OVNT_IMAGE_ARCHIVE=$(abspath $(OUT))/images/ovnt-linux.tar OVNT_ANSIBLE_MACHINES=1 \
-	  $(GO) test -count=1 -timeout 45m -v -run 'TestLinuxManifestsOnBareNodes|TestManifests|TestMachineCredentials|TestAnsibleCentral|TestAnsibleSite' ./test/deployreal/
+	  $(GO) test -count=1 -timeout 45m -v -run '$(DEPLOY_RUN)' ./test/deployreal/
 
 deps:
 	bash hack/install-deps.sh

@@ -5,7 +5,8 @@
 # and stored in buildah's image store under that name, so the Dockerfile stays unchanged.
 #
 # Writes $OUT_DIR/ovnt-linux.tar, a docker archive (`docker load`, `ctr images import`) of
-# ghcr.io/ovn-transparent/ovnt-linux:latest, also tagged with $VERSION.
+# ghcr.io/ovn-transparent/ovnt-linux:latest, also tagged with $VERSION, and
+# $OUT_DIR/ovnt-windows.tar, the Windows node's HostProcess image (images/windows/main.go).
 #
 # Caches: the base root filesystem in $OVNT_CACHE_DIR/images/debian-bookworm-slim.tar and
 # buildah's store in $OVNT_CACHE_DIR/containers (its layer cache makes a rebuild after a
@@ -72,4 +73,12 @@ bh rmi --prune >/dev/null 2>&1 || true
 rm -f "$out_dir/ovnt-linux.tar"
 bh push -q "$repo:latest" "docker-archive:$out_dir/ovnt-linux.tar:$repo:latest"
 echo "build-images: wrote $out_dir/ovnt-linux.tar ($repo:latest, $(du -m "$out_dir/ovnt-linux.tar" | cut -f1) MB)"
-echo "build-images: the Windows image (images/windows/Dockerfile) needs a Windows builder: not built here"
+
+# The Windows image: a HostProcess image needs no Windows base layers, so it is written
+# directly (images/windows/main.go), dated by the commit, from make build-windows' binaries.
+for f in _output/bin/windows/ovnt-node.exe _output/bin/windows/ovnt-cni.exe; do
+	[ -s "$f" ] || { echo "build-images: $f missing: run make build-windows first" >&2; exit 1; }
+done
+SOURCE_DATE_EPOCH=$(git log -1 --format=%ct 2>/dev/null || date +%s) \
+	${GO:-go} run ./images/windows -out "$out_dir/ovnt-windows.tar" -tags "latest,$version"
+echo "build-images: wrote $out_dir/ovnt-windows.tar (${repo%-linux}-windows:latest, $(du -m "$out_dir/ovnt-windows.tar" | cut -f1) MB)"

@@ -27,13 +27,10 @@ import (
 // about two minutes): make deploy-test sets OVNT_ANSIBLE_MACHINES=1.
 func TestAnsibleCentral(t *testing.T) {
 	requireMachines(t, "ansible-playbook")
+	rootfs := machineRootfs(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	r := harness.NewTestRun(t)
-	rootfs, err := ensureMachineRootfs(ctx, t.Logf)
-	if err != nil {
-		t.Fatal(err)
-	}
 	a, pub := newController(ctx, t, r)
 	start := time.Now()
 	var machines []*machine

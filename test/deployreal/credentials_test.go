@@ -17,14 +17,11 @@ import (
 // container leaves "/" as it finds it, and the credentials it mounts never reached the unit).
 func TestMachineCredentials(t *testing.T) {
 	requireMachines(t)
+	rootfs := machineRootfs(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	r := harness.NewTestRun(t)
 	a, pub := newController(ctx, t, r)
-	rootfs, err := ensureMachineRootfs(ctx, t.Logf)
-	if err != nil {
-		t.Fatal(err)
-	}
 	m, err := startMachine(ctx, r, "cred1", rootfs, pub)
 	if err != nil {
 		t.Fatal(err)

@@ -37,16 +37,40 @@ func ensureMachineRootfs(ctx context.Context, logf func(string, ...any)) (string
 	if _, err := os.Stat(filepath.Join(dir, "lib", "systemd", "systemd")); err == nil {
 		return dir, nil
 	}
+	// mmdebstrap refuses a target whose parent is missing: on a fresh machine (an empty
+	// cache) nothing else has made <cache>/machines.
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return "", fmt.Errorf("machines' root filesystem: %w (set OVNT_CACHE_DIR to a writable directory)", err)
+	}
 	tmp := dir + ".tmp"
 	os.RemoveAll(tmp)
+	os.RemoveAll(dir) // not a finished root filesystem
 	logf("making the machines' root filesystem with mmdebstrap into %s", dir)
 	out, err := exec.CommandContext(ctx, "mmdebstrap", "--quiet", "--variant=minbase", "--skip=cleanup/apt/lists",
 		"--include="+strings.Join(machineRootfsPackages, ","), "--dpkgopt=path-exclude=/usr/share/doc/*",
 		"bookworm", tmp).CombinedOutput()
 	if err != nil {
+		os.RemoveAll(tmp)
 		return "", fmt.Errorf("mmdebstrap: %w: %s", err, out)
 	}
 	return dir, os.Rename(tmp, dir)
+}
+
+// machineRootfs returns the machines' root filesystem, made first if the cache has none,
+// before the test's own deadline starts: making it is a one-time cost (about two minutes,
+// many more on a loaded machine) that must not eat the time the test gives its steps (a
+// fresh machine's first TestAnsibleCentral had its playbook killed at the deadline).
+func machineRootfs(t *testing.T) string {
+	t.Helper()
+	start := time.Now()
+	rootfs, err := ensureMachineRootfs(t.Context(), t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Logf("machines' root filesystem made in %s", d.Round(time.Second))
+	}
+	return rootfs
 }
 
 // machine is a host Ansible deploys to: a network namespace on the underlay (a harness node

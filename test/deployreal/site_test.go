@@ -5,6 +5,7 @@ package deployreal
 import (
 	"context"
 	"net/url"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -38,14 +39,11 @@ import (
 // Opt-in like TestAnsibleCentral: make deploy-test sets OVNT_ANSIBLE_MACHINES=1.
 func TestAnsibleSite(t *testing.T) {
 	requireMachines(t, "ansible-playbook")
+	rootfs := machineRootfs(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	r := harness.NewTestRun(t)
 	bin, err := cluster.BinDir(ctx, r.Path("bin"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rootfs, err := ensureMachineRootfs(ctx, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,11 +315,18 @@ func raftLeader(ctx context.Context, a *controller, ms []*machine, ctl, name str
 }
 
 // playbookTwice runs a playbook twice: the first run must succeed on every machine, the
-// second must also change nothing (changed=0).
+// second must also change nothing (changed=0). With OVNT_PLAYBOOK_ONCE set (CI's budget:
+// the second run costs as much as the first), the first run alone; make deploy-test runs
+// both.
 func (a *controller) playbookTwice(ctx context.Context, inv, playbook string, ms []*machine) {
 	t := a.t
 	t.Helper()
-	for i := 1; i <= 2; i++ {
+	runs := 2
+	if os.Getenv("OVNT_PLAYBOOK_ONCE") != "" {
+		runs = 1
+		t.Logf("OVNT_PLAYBOOK_ONCE: %s runs once, its second run (changed=0) is left to make deploy-test", playbook)
+	}
+	for i := 1; i <= runs; i++ {
 		start := time.Now()
 		recap := a.playbook(ctx, inv, playbook)
 		t.Logf("run %d of %s in %s: %v", i, playbook, time.Since(start).Round(time.Second), recap)
