@@ -117,6 +117,23 @@ func (t *Transparent) PodInterfaceExists(ctx context.Context, name string) (bool
 	return false, fmt.Errorf("HNS endpoint %s: %w", name, err)
 }
 
+var _ SubnetHolder = (*Transparent)(nil)
+
+// KnownPodSubnet returns the static IPAM subnet of the HNS network, if it exists, is
+// Transparent and has exactly one.
+func (t *Transparent) KnownPodSubnet(ctx context.Context) (netip.Prefix, bool, error) {
+	n, err := t.hns.Network(ctx, t.cfg.Network)
+	switch {
+	case errors.Is(err, hns.ErrNotFound):
+		return netip.Prefix{}, false, nil
+	case err != nil:
+		return netip.Prefix{}, false, fmt.Errorf("HNS network %q: %w", t.cfg.Network, err)
+	case n.Type != hns.TypeTransparent || len(n.Subnets) != 1:
+		return netip.Prefix{}, false, nil
+	}
+	return n.Subnets[0].Prefix, true, nil
+}
+
 // SetupUplink creates the Transparent network on u.Iface, or adopts it after a restart,
 // makes sure the node's address is on the host vNIC, enables the OVS extension, and then
 // (only then: enabling it earlier can lose a DHCP address being moved) puts the adapter and
@@ -175,7 +192,7 @@ func (t *Transparent) SetupUplink(ctx context.Context, u Uplink) (NodeAddress, e
 	if !ok {
 		return NodeAddress{}, fmt.Errorf("host vNIC %q has no IPv4 address", vnicName)
 	}
-	return NodeAddress{IfName: vnicName, IP: ip, MAC: vnic.MAC, NextHop: vnic.Gateway, HostPort: hostPort}, nil
+	return NodeAddress{IfName: vnicName, IP: ip, MAC: vnic.MAC, NextHop: vnic.Gateway, HostPort: hostPort, SwitchID: n.ID}, nil
 }
 
 // ensureNetwork adopts the network if it exists (and is ours: Transparent, on adapter, with
