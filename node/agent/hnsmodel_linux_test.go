@@ -293,6 +293,11 @@ func TestWindowsManagementPort(t *testing.T) {
 		if got := db.Vsctl("get", "Interface", "k8s-win1", "mac"); got != `"`+mac.String()+`"` {
 			t.Errorf("%s: management port mac %s, want %s", subnet, got, mac)
 		}
+		// N4: a pod's packet to the node IP arrives on the management vNIC for the
+		// host vNIC's address, and the answer leaves through the management vNIC.
+		if !m.HostAccepts("vEthernet (k8s-win1)", winIP.Addr()) {
+			t.Errorf("%s: the host drops pods' packets to the node IP (strong host model on the management vNIC)", subnet)
+		}
 	}
 	// The network's IPAM subnet is the node's: a subnet of another node cannot be used
 	// (HNS cannot change a network's subnets; the docs say to drain and recreate).
@@ -433,6 +438,9 @@ func TestWindowsReboot(t *testing.T) {
 		t.Errorf("br-int ports after the reboot %q, want the management port only", got)
 	}
 	checkWindowsBound(t, m, "after the reboot")
+	if !m.HostAccepts("vEthernet (k8s-win1)", winIP.Addr()) {
+		t.Error("after the reboot the host drops pods' packets to the node IP (strong host model)")
+	}
 	if got := m.HyperVPorts(); slices.Contains(got, port) {
 		t.Errorf("Hyper-V ports after the reboot %v: OVS made a stray vNIC for the stale port", got)
 	}

@@ -188,6 +188,12 @@ func (t *Transparent) SetupUplink(ctx context.Context, u Uplink) (NodeAddress, e
 		}
 		hostPort = vnicName
 	}
+	// The host vNIC takes the answers to pods from the management vNIC's side (see
+	// SetupManagementPort) and forwards between the two. The setting does not survive
+	// the vNIC, which a reboot re-creates: it is made at every start.
+	if err := t.ip.SetForwarding(ctx, vnicName); err != nil {
+		return NodeAddress{}, fmt.Errorf("enabling forwarding on %q: %w", vnicName, err)
+	}
 	ip, ok := pickAddr(vnic.Addrs, u.PreferIP)
 	if !ok {
 		return NodeAddress{}, fmt.Errorf("host vNIC %q has no IPv4 address", vnicName)
@@ -672,6 +678,13 @@ func (t *Transparent) SetupManagementPort(ctx context.Context, m ManagementPort)
 	}
 	if err := t.ip.Configure(ctx, vnic, c); err != nil {
 		return fmt.Errorf("configuring %q: %w", vnic, err)
+	}
+	// A pod's packet to the node IP arrives here for an address of the host vNIC, and
+	// the answer leaves here from it: Windows' strong host model drops both unless this
+	// vNIC forwards (the host vNIC forwards too, SetupUplink). Antrea enables forwarding
+	// the same way.
+	if err := t.ip.SetForwarding(ctx, vnic); err != nil {
+		return fmt.Errorf("enabling forwarding on %q: %w", vnic, err)
 	}
 	return nil
 }

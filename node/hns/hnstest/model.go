@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -70,6 +71,11 @@ import (
 //     driver installed, and fails while it is enabled on another network's switch (OVS
 //     runs on one vSwitch); a network reports its adapter and enabled extensions as v1
 //     does, and a reboot disables the extension with the network gone;
+//   - the host's IP stack follows the strong host model on every interface (Windows'
+//     default): a packet arriving on one interface for an address of another is dropped,
+//     and a packet from an address leaves only through the interface holding it, unless
+//     the interface has forwarding or weak host receives (sends) on (SetForwarding;
+//     HostAccepts);
 //   - "mtu_request" and "mac" of an OVS interface do nothing (netdev-windows has no
 //     set_mtu or set_etheraddr): a pod vNIC comes up with MTU 1500 and keeps it until
 //     SetMTU.
@@ -909,6 +915,42 @@ func (m *Model) SetMTU(ctx context.Context, name string, mtu int) error {
 	}
 	i.MTU = mtu
 	return nil
+}
+
+func (m *Model) SetForwarding(ctx context.Context, name string) error {
+	if err := m.enter(ctx, "SetForwarding"); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	i := m.ifaces[name]
+	if i == nil || m.podIfaces[name] || m.boundAdapter(name) {
+		return fmt.Errorf("interface %q: %w", name, hns.ErrNotFound)
+	}
+	i.Forwarding = true
+	return nil
+}
+
+// HostAccepts reports whether the host answers a packet that arrives on interface in for
+// its address dst and whose answer leaves through in again (a pod's packet to the node IP
+// arriving on the management vNIC, the answer routed back to the pod subnet through it):
+// under the strong host model only if dst is in's own address, or in forwards.
+func (m *Model) HostAccepts(in string, dst netip.Addr) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.applyMoves(time.Now())
+	i := m.ifaces[in]
+	if i == nil {
+		return false
+	}
+	if slices.ContainsFunc(i.Addrs, func(p netip.Prefix) bool { return p.Addr() == dst }) {
+		return true
+	}
+	for _, o := range m.ifaces {
+		if slices.ContainsFunc(o.Addrs, func(p netip.Prefix) bool { return p.Addr() == dst }) {
+			return i.Forwarding // weak host receive on in, weak host send through in
+		}
+	}
+	return false
 }
 
 func cloneConfig(c hns.IPConfig) hns.IPConfig {
