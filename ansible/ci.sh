@@ -122,22 +122,31 @@ want_flags "$render/ovnt-node.windows.local.path" --sb-client-cert='C:\ovn-trans
 	--sb-client-key='C:\ovn-transparent\pki\ovnt-node-privkey.pem' --sb-ca-cert='C:\ovn-transparent\pki\cacert.pem' \
 	'!--ovsdb-listen' '!--openflow-listen' '!--listen-plaintext'
 echo "ok: Windows agent's listeners (TLS, plain TCP on request) and SB identity (not remote)"
-# The MSI's Open vSwitch services: the listeners' TLS files, and ovsdb-server's loopback
-# listener, on their binary paths (what an earlier run added replaced, not doubled); the
-# options the role adds are given to the real ovsdb-server and ovs-vswitchd.
+# The MSI's Open vSwitch services: each binary path the role writes is the MSI's (that of
+# OVS 3.7.1, which the Windows tests also start ovsdb-server from) plus exactly what the
+# role adds in the node's mode, whatever an earlier run left; the options are given to the
+# real ovsdb-server and ovs-vswitchd.
+python3 - "$render" <<'PY'
+import json, sys
+sys.path.insert(0, "ci")
+from winargv import split
+d = json.load(open("../node/hns/hnstest/testdata/ovs-services.json"))
+for svc in ("ovsdb-server", "ovs-vswitchd"):
+    for mode in ("remote", "remote-plaintext", "local"):
+        want = split(d["msi"][svc]) + [a for o in d["role"][mode][svc] for a in split(o)]
+        for origin in ("msi", "earlier"):
+            got = split(open("%s/%s.windows.%s.%s.path" % (sys.argv[1], svc, mode, origin)).read().rstrip("\n"))
+            assert got == want, (svc, mode, origin, got, want)
+PY
 for svc in ovsdb-server ovs-vswitchd; do
-	mapfile -t -d '' a < <(python3 ci/winargv.py "$render/$svc.windows.path")
+	mapfile -t -d '' a < <(python3 ci/winargv.py "$render/$svc.windows.remote.earlier.path")
 	[ "${a[0]:-}" = 'C:\Program Files\Open vSwitch\bin\'"$svc.exe" ] || { echo "ansible/ci.sh: $svc's binary path: ${a[*]}" >&2; exit 1; }
 	want=(--private-key='C:\ovn-transparent\pki\listener-privkey.pem' --certificate='C:\ovn-transparent\pki\listener-cert.pem'
 		--ca-cert='C:\ovn-transparent\pki\controllers-cacert.pem')
-	[ $svc = ovsdb-server ] && want+=(--remote=ptcp:6639:127.0.0.1)
-	for w in "${want[@]}"; do
-		[ "$(printf '%s\n' "${a[@]}" | grep -Fcx -- "$w")" = 1 ] || { echo "ansible/ci.sh: $svc's binary path has not once $w: ${a[*]}" >&2; exit 1; }
-	done
-	if printf '%s\n' "${a[@]}" | grep -q -- '^--remote=ptcp:6640'; then echo "ansible/ci.sh: $svc keeps the old loopback listener" >&2; exit 1; fi
+	[ $svc = ovsdb-server ] && want+=(--remote=ptcp:6639:127.0.0.1 --remote=db:Open_vSwitch,Open_vSwitch,manager_options)
 	/usr/sbin/$svc "${want[@]}" --help >/dev/null 2>&1 || { echo "ansible/ci.sh: $svc refuses ${want[*]}" >&2; /usr/sbin/$svc "${want[@]}" --help >&2; exit 1; }
 done
-echo "ok: Open vSwitch services' listener TLS files and loopback listener"
+echo "ok: Open vSwitch services: the MSI's command lines plus the role's options (loopback listener, Manager rows, listener TLS files)"
 # The firewall: the two listener ports, from the remote controllers' addresses only.
 python3 - "$render/windows-firewall.json" <<'PY'
 import json, sys

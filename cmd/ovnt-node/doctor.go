@@ -26,6 +26,7 @@ func doctorCommand() *cli.Command {
 				NodeName: cfg.NodeName, Kubeconfig: cfg.Kubeconfig, OVSAddress: cfg.OVSAddress, OVSRunDir: cfg.OVSRunDir,
 				SBAddress: cfg.SBAddress, SBClientKey: cfg.SBClientKey, SBClientCert: cfg.SBClientCert, SBCACert: cfg.SBCACert,
 				UplinkIface: cfg.UplinkIface, GatewayBridge: cfg.GatewayBridge, CNIBinDir: cfg.CNIBinDir, CNIConfDir: cfg.CNIConfDir,
+				OVSDBListen: cfg.OVSDBListen, OpenFlowListen: cfg.OpenFlowListen,
 			}, timeout)
 			defer closeAll()
 			if failed := doctor.Print(c.App.Writer, doctor.Run(c.Context, n, timeout)); failed > 0 {

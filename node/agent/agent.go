@@ -28,8 +28,8 @@ import (
 )
 
 // Run is the agent's life: chassis first (ovn-controller can start while the rest comes
-// up; on Windows after the master has allocated the node subnet, which the HNS network is
-// created with) and the gateway bridge's flows, then the API server, then the CNI socket, and the
+// up; on Windows with the node subnet, which the HNS network is created with: the
+// existing network's, else the master's, see startup) and the gateway bridge's flows, then the API server, then the CNI socket, and the
 // plugin is installed last, so a runtime that finds the configuration finds an agent
 // answering behind it. It returns nil when ctx ends; pods keep their interfaces and ports,
 // and the gateway bridge its flows, across a restart.
@@ -65,22 +65,28 @@ func Run(ctx context.Context, cfg Config, log logr.Logger) error {
 	if err != nil {
 		return err
 	}
-	var subnet netip.Prefix
-	if uplinkNeedsSubnet {
-		if subnet, err = waitNodeSubnet(ctx, client, cfg.NodeName, 2*time.Second, log); err != nil {
-			return err
-		}
-	}
-	if v, ok := host.(hostnet.Volatile); ok {
-		if err := dropStalePorts(ctx, sw, v, log); err != nil {
-			log.Error(err, "removing the ports of pod interfaces that are gone")
-		}
-	}
-	ch, addr, err := setupChassis(ctx, cfg, sw, host, subnet)
+	ch, addr, err := startup(ctx, cfg, sw, host, client, log)
 	if err != nil {
-		return fmt.Errorf("chassis: %w", err)
+		return err
 	}
 	log.Info("chassis configured", "systemID", ch.ChassisID, "nodeIP", ch.NodeIP, "took", time.Since(start).Round(time.Millisecond))
+	// A remote chassis' database listener: the remote ovn-controller's only way in.
+	var listenerErr atomic.Pointer[error]
+	if cfg.OVSDBListen != "" {
+		go func() {
+			lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			port, err := awaitManagerListener(lctx, sw, cfg.OVSDBListen)
+			if err != nil {
+				if ctx.Err() == nil {
+					log.Error(err, "the remote ovn-controller cannot reach this node's database")
+					listenerErr.Store(&err)
+				}
+				return
+			}
+			log.Info("the database listens for the remote ovn-controller", "target", cfg.OVSDBListen, "port", port)
+		}()
+	}
 	var gw *gateway.Controller
 	if cfg.UplinkIface != "" {
 		var stopGateway func()
@@ -98,7 +104,12 @@ func Run(ctx context.Context, cfg Config, log logr.Logger) error {
 	stopServices := startServices(ctx, cfg, client, addr, gw, log.WithName("services"))
 	defer stopServices()
 
-	isReady := func(ctx context.Context) error { return readiness(ctx, cfg, sw, watcher, nodes) }
+	isReady := func(ctx context.Context) error {
+		if err := listenerErr.Load(); err != nil {
+			return *err
+		}
+		return readiness(ctx, cfg, sw, watcher, nodes)
+	}
 	srv := cniserver.New(cniserver.Config{
 		Bridge: IntegrationBridge, MTU: cfg.MTU,
 		AnnotationTimeout: cfg.AnnotationTTL, InstallTimeout: cfg.PortInstallTimeout,
@@ -149,6 +160,38 @@ func Run(ctx context.Context, cfg Config, log logr.Logger) error {
 		log.Error(err, "stopping the CNI server")
 	}
 	return nil
+}
+
+// startup makes the node a chassis and repairs its own connectivity (setupChassis), with
+// the node subnet where the host needs it (hostnet.SubnetHolder, Windows). That subnet
+// comes from the host's existing set-up when there is one, and only otherwise from the
+// API server: a Windows node that died half-way (the extension enabled, the host vNIC not
+// yet bound) or came up with its ports unbound is offline until the repair, and would
+// wait for the API server for ever.
+func startup(ctx context.Context, cfg Config, sw *ovs.Switch, host hostnet.Host, client kubernetes.Interface, log logr.Logger) (contract.NodeChassisInfo, hostnet.NodeAddress, error) {
+	var subnet netip.Prefix
+	if sh, ok := host.(hostnet.SubnetHolder); ok {
+		known, found, err := sh.KnownPodSubnet(ctx)
+		if err != nil {
+			log.Error(err, "reading the node subnet the host was set up with; asking the API server")
+		}
+		if found {
+			subnet = known
+			log.Info("repairing the node's connectivity with the subnet of its existing set-up first", "subnet", subnet)
+		} else if subnet, err = waitNodeSubnet(ctx, client, cfg.NodeName, 2*time.Second, log); err != nil {
+			return contract.NodeChassisInfo{}, hostnet.NodeAddress{}, err
+		}
+	}
+	if v, ok := host.(hostnet.Volatile); ok {
+		if err := dropStalePorts(ctx, sw, v, contract.MgmtIfName(cfg.NodeName), log); err != nil {
+			log.Error(err, "removing the ports of pod interfaces that are gone")
+		}
+	}
+	ch, addr, err := setupChassis(ctx, cfg, sw, host, subnet)
+	if err != nil {
+		return contract.NodeChassisInfo{}, hostnet.NodeAddress{}, fmt.Errorf("chassis: %w", err)
+	}
+	return ch, addr, nil
 }
 
 func kubeClient(kubeconfig string) (kubernetes.Interface, error) {

@@ -67,6 +67,15 @@ func setupChassis(ctx context.Context, cfg Config, sw *ovs.Switch, host hostnet.
 			return contract.NodeChassisInfo{}, hostnet.NodeAddress{}, err
 		}
 	}
+	if addr.SwitchID != "" {
+		// After a reboot the OVS services started before the vSwitch existed, and
+		// ovs-vswitchd on Windows tries again to add the ports it could not (the uplink,
+		// the host vNIC, the bridges' own) only when its database changes; everything
+		// above may have found its rows in place and written nothing.
+		if _, err := sw.EnsureAttachedFor(ctx, addr.SwitchID); err != nil {
+			return contract.NodeChassisInfo{}, hostnet.NodeAddress{}, err
+		}
+	}
 	// The TLS files first: with ovn-remote ssl: and no SSL row, ovn-controller would try
 	// (and fail) connections until the row came.
 	if cfg.SBClientKey != "" {

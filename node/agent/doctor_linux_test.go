@@ -7,6 +7,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -14,12 +15,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+
 	"github.com/ovn-transparent/ovn-transparent/internal/cni"
 	"github.com/ovn-transparent/ovn-transparent/node/doctor"
 	"github.com/ovn-transparent/ovn-transparent/node/hns"
+	"github.com/ovn-transparent/ovn-transparent/node/hns/hnstest"
 	"github.com/ovn-transparent/ovn-transparent/node/hostnet"
 	"github.com/ovn-transparent/ovn-transparent/node/install"
 	"github.com/ovn-transparent/ovn-transparent/node/ovs"
+	"github.com/ovn-transparent/ovn-transparent/node/ovstest"
 )
 
 func TestDoctorOnWindowsModel(t *testing.T) {
@@ -31,10 +36,9 @@ func TestDoctorOnWindowsModel(t *testing.T) {
 	if err := w.c.setupManagementPort(ctx, winSubnet); err != nil {
 		t.Fatal(err)
 	}
-	// ovs-vswitchd gives the ports it opened an OpenFlow port number.
-	for i, iface := range []string{"Ethernet0", "vEthernet (Ethernet0)"} {
-		db.Vsctl("set", "Interface", iface, "ofport="+string(rune('1'+i)))
-		seen(t, sw, iface, func(i ovs.Interface) bool { return i.OFPort > 0 })
+	// ovs-vswitchd (the model's) gives the ports it opened an OpenFlow port number.
+	for _, iface := range []string{"Ethernet0", "vEthernet (Ethernet0)", "k8s-win1"} {
+		seen(t, sw, iface, func(i ovs.Interface) bool { return i.OFPort > 0 && i.MACInUse != "" })
 	}
 	seen(t, sw, "k8s-win1", ovs.Interface.Installed) // the fake ovn-controller bound it
 	dir := t.TempDir()
@@ -54,7 +58,7 @@ func TestDoctorOnWindowsModel(t *testing.T) {
 	}
 	// install.Plugin names the binary for the OS it runs on: Linux here.
 	results := doctor.Run(ctx, n, 5*time.Second)
-	want := []string{"hns-network", "ovs-extension", "ovsdb", "uplink", "openflow", "chassis", "management-port",
+	want := []string{"hns-network", "ovs-extension", "ovsdb", "uplink", "openflow", "listeners", "chassis", "management-port",
 		"cni-plugin", "cni-config", "cni-version", "leaked-endpoints"}
 	verdict := map[string]doctor.Result{}
 	for _, r := range results {
@@ -65,9 +69,9 @@ func TestDoctorOnWindowsModel(t *testing.T) {
 		switch {
 		case !found:
 			t.Errorf("no check %s", name)
-		case name == "openflow":
+		case name == "openflow" || name == "listeners":
 			if r.Skip == "" {
-				t.Errorf("openflow checked without a probe: %+v", r)
+				t.Errorf("%s checked without a probe or on a local chassis: %+v", name, r)
 			}
 		case !r.OK || r.Skip != "":
 			t.Errorf("healthy node: %s: %+v", name, r)
@@ -106,11 +110,38 @@ func TestDoctorOnWindowsModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	failed("cni-version", "1.1.0")
+	// N5: the NAT configuration sig-windows-tools' Install-Containerd.ps1 writes sorts
+	// first, and containerd loads the first file only.
+	nat := filepath.Join(confDir, "0-containerd-nat.json")
+	if err := os.WriteFile(nat, []byte(`{"cniVersion":"0.3.0","name":"nat","type":"nat"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	failed("cni-config", "0-containerd-nat.json")
+	os.Remove(nat)
 	os.Remove(conf)
 	failed("cni-config", cni.ConfListName)
-	// ovs-vswitchd could not open the host vNIC.
-	db.Vsctl("set", "Interface", "vEthernet (Ethernet0)", "ofport=-1")
-	seen(t, sw, "vEthernet (Ethernet0)", func(i ovs.Interface) bool { return i.OFPort == -1 })
+	// N6: the management port bound to a vNIC OVS made itself, not the endpoint's: its
+	// port re-added while the endpoint's vNIC was gone.
+	host, _ := m.HostNamespace(ctx)
+	mep, err := m.Endpoint(ctx, "k8s-win1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Detach(ctx, host, mep.ID); err != nil {
+		t.Fatal(err)
+	}
+	db.Vsctl("del-port", "br-int", "k8s-win1")
+	w.vs.Sync()
+	db.Vsctl("add-port", "br-int", "k8s-win1", "--", "set", "Interface", "k8s-win1", "type=internal",
+		"external_ids:iface-id=k8s-win1", "external_ids:ovn-installed=true")
+	w.vs.Sync()
+	if err := m.Attach(ctx, host, mep.ID); err != nil {
+		t.Fatal(err)
+	}
+	seen(t, sw, "k8s-win1", func(i ovs.Interface) bool { return i.OFPort > 0 && i.MACInUse != "" && i.Installed() })
+	failed("management-port", "not the HNS endpoint's vNIC")
+	// ovs-vswitchd lost the host vNIC.
+	db.Vsctl("del-port", "br-phy", "vEthernet (Ethernet0)")
 	failed("uplink", "vEthernet (Ethernet0)")
 	// A reboot: HNS forgets the network and the extension.
 	m.Reboot()
@@ -118,6 +149,55 @@ func TestDoctorOnWindowsModel(t *testing.T) {
 }
 
 // seen waits until the agent's view of the database has the interface as cond wants.
+// N1, N6: a remote chassis' listeners, with the database served as the Windows service
+// serves it: the MSI's command line alone (no Manager rows: the check fails with the fix)
+// and with the role's options. The chassis check does not ask the SB, for which the node
+// has no identity. br-int's listener is a port the test listens on (ovs-vswitchd's).
+func TestDoctorRemoteChassisListeners(t *testing.T) {
+	for _, mode := range []string{"", "remote"} {
+		t.Run("role "+mode, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			args, err := hnstest.OVSDBServerArgs(mode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			db := ovstest.Start(t, args...)
+			sw := db.Connect()
+			m := windowsHost()
+			db.FakeVSwitchd(m)
+			of, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer of.Close()
+			cfg := windowsConfig("geneve")
+			cfg.OVSDBListen, cfg.OpenFlowListen = "ptcp:0:127.0.0.1", "ptcp:"+strings.TrimPrefix(of.Addr().String(), "127.0.0.1:")+":127.0.0.1"
+			if _, _, err := startup(ctx, cfg, sw, transparent(m), apiServer(t, m), logr.Discard()); err != nil {
+				t.Fatal(err)
+			}
+			wctx, wcancel := context.WithTimeout(ctx, 8*time.Second)
+			defer wcancel()
+			awaitManagerListener(wctx, sw, cfg.OVSDBListen) // ovsdb-server's status, every few seconds
+			n := doctor.Node{Name: "win1", Switch: sw, OVSDBListen: cfg.OVSDBListen, OpenFlowListen: cfg.OpenFlowListen}
+			verdict := map[string]doctor.Result{}
+			for _, r := range doctor.Run(ctx, n, 5*time.Second) {
+				verdict[r.Check] = r
+			}
+			l := verdict["listeners"]
+			if mode == "" && (l.OK || !strings.Contains(l.Detail, "manager_options") || !strings.Contains(l.Fix, "windows_node role")) {
+				t.Errorf("listeners with the MSI's command line: %+v, want a failure naming the option and the fix", l)
+			}
+			if mode != "" && (!l.OK || l.Skip != "") {
+				t.Errorf("listeners with the role's command line: %+v", l)
+			}
+			if c := verdict["chassis"]; !c.OK || !strings.Contains(c.Detail, "remote chassis") {
+				t.Errorf("chassis check on a remote chassis: %+v", c)
+			}
+		})
+	}
+}
+
 func seen(t *testing.T, sw *ovs.Switch, name string, cond func(ovs.Interface) bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -15,6 +15,11 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/contract"
 	"github.com/ovn-transparent/ovn-transparent/node/hns"
@@ -67,7 +72,7 @@ func TestWindowsStartupAndAdoption(t *testing.T) {
 	m := windowsHost()
 	cfg := windowsConfig("geneve")
 
-	vs := db.FakeVSwitchd(m.SyncOVS)
+	vs := db.FakeVSwitchd(m)
 	for run := range 2 { // the second run is the agent restarted: it adopts what the first made
 		info, addr, err := setupChassis(ctx, cfg, sw, transparent(m), winSubnet)
 		if err != nil {
@@ -114,6 +119,7 @@ type winNode struct {
 	m   *hnstest.Model
 	cfg Config
 	vs  *ovstest.VSwitchd
+	api *fake.Clientset
 	c   *nodeController // its management port's controller
 }
 
@@ -122,13 +128,29 @@ func startWindowsNode(ctx context.Context, t *testing.T) winNode {
 	w := winNode{db: ovstest.Start(t), m: windowsHost(), cfg: windowsConfig("geneve")}
 	w.sw = w.db.Connect()
 	host := transparent(w.m)
-	w.vs = w.db.FakeVSwitchd(w.m.SyncOVS)
-	if _, _, err := setupChassis(ctx, w.cfg, w.sw, host, winSubnet); err != nil {
+	w.vs = w.db.FakeVSwitchd(w.m)
+	w.api = apiServer(t, w.m)
+	if _, _, err := startup(ctx, w.cfg, w.sw, host, w.api, logr.Discard()); err != nil {
 		t.Fatal(err)
 	}
 	w.vs.Sync() // ovs-vswitchd acts on what start-up wrote before the endpoint comes
 	w.c = &nodeController{cfg: w.cfg, sw: w.sw, host: host}
 	return w
+}
+
+// apiServer is the API server as the Windows node reaches it: through its host vNIC, so
+// not while the host is offline (m.HostOnline). It holds the node win1 with its subnet.
+func apiServer(t *testing.T, m *hnstest.Model) *fake.Clientset {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "win1",
+		Annotations: map[string]string{contract.NodeSubnetKey: winSubnet.String()}}}
+	client := fake.NewSimpleClientset(node)
+	client.PrependReactor("*", "*", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		if !m.HostOnline() {
+			return true, nil, errors.New("dial tcp 172.18.0.1:6443: connectex: A socket operation was attempted to an unreachable network")
+		}
+		return false, nil, nil
+	})
+	return client
 }
 
 // checkWindowsHNS: one Transparent network on Ethernet0 with the OVS extension, and the
@@ -271,6 +293,11 @@ func TestWindowsManagementPort(t *testing.T) {
 		if got := db.Vsctl("get", "Interface", "k8s-win1", "mac"); got != `"`+mac.String()+`"` {
 			t.Errorf("%s: management port mac %s, want %s", subnet, got, mac)
 		}
+		// N4: a pod's packet to the node IP arrives on the management vNIC for the
+		// host vNIC's address, and the answer leaves through the management vNIC.
+		if !m.HostAccepts("vEthernet (k8s-win1)", winIP.Addr()) {
+			t.Errorf("%s: the host drops pods' packets to the node IP (strong host model on the management vNIC)", subnet)
+		}
 	}
 	// The network's IPAM subnet is the node's: a subnet of another node cannot be used
 	// (HNS cannot change a network's subnets; the docs say to drain and recreate).
@@ -363,18 +390,19 @@ func TestWindowsStartupRefusesForeignNetwork(t *testing.T) {
 	}
 }
 
-// M2: a reboot takes the HNS network and the pods' endpoints but not the OVS database.
-// The restarted agent removes the pod ports whose endpoints are gone before it enables the
-// extension again, so OVS makes no stray vNICs for them; without a reboot it keeps them.
-func TestWindowsRebootDropsStalePorts(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+// M2, N2: a reboot takes the HNS network and the pods' endpoints but not the OVS database,
+// and ovs-vswitchd starts before any vSwitch exists, so it adds none of the node's ports,
+// and tries again only when its database changes. The restarted agent removes the ports
+// whose endpoints are gone before it enables the extension again (so OVS makes no stray
+// vNICs for them), and afterwards makes ovs-vswitchd add the uplink, the host vNIC, the
+// bridges and the management port again: all bound to their own Hyper-V ports, with no
+// restart of ovs-vswitchd.
+func TestWindowsReboot(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	db := ovstest.Start(t)
-	sw := db.Connect()
-	m := windowsHost()
-	vs := db.FakeVSwitchd(m.SyncOVS)
-	cfg := windowsConfig("geneve")
-	if _, _, err := setupChassis(ctx, cfg, sw, transparent(m), winSubnet); err != nil {
+	w := startWindowsNode(ctx, t)
+	db, sw, m, cfg, vs := w.db, w.sw, w.m, w.cfg, w.vs
+	if err := w.c.setupManagementPort(ctx, winSubnet); err != nil {
 		t.Fatal(err)
 	}
 	net := m.Networks()[0]
@@ -394,36 +422,102 @@ func TestWindowsRebootDropsStalePorts(t *testing.T) {
 	db.Vsctl("add-port", "br-int", port, "--", "set", "Interface", port, "type=internal",
 		"external_ids:ovnt-container-id=c1", "external_ids:ovnt-pod=ns1/web-9")
 	vs.Sync()
-	if b, ok := m.OVSBinding(port); !ok || b.Endpoint != port {
-		t.Fatalf("before the reboot the pod port is bound to %+v (%v)", b, ok)
-	}
-	if err := dropStalePorts(ctx, sw, transparent(m), logr.Discard()); err != nil {
+	checkWindowsBound(t, m, "before the reboot", port)
+	if err := dropStalePorts(ctx, sw, transparent(m), "k8s-win1", logr.Discard()); err != nil {
 		t.Fatal(err)
 	}
-	if got := db.Vsctl("list-ports", "br-int"); got != port {
+	if got := db.Vsctl("list-ports", "br-int"); !strings.Contains(got, port) {
 		t.Fatalf("a restart without a reboot removed the live pod's port: br-int ports %q", got)
 	}
 
 	m.Reboot()
-	host := transparent(m)
-	if err := dropStalePorts(ctx, sw, host, logr.Discard()); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := setupChassis(ctx, cfg, sw, host, winSubnet); err != nil {
-		t.Fatal(err)
-	}
+	vs.Sync() // ovs-vswitchd starts before the agent, and before any vSwitch exists
+	bootAgent(ctx, t, w)
 	vs.Sync()
-	if got := db.Vsctl("list-ports", "br-int"); got != "" {
-		t.Errorf("br-int ports after the reboot %q, want the stale pod port gone", got)
+	if got := db.Vsctl("list-ports", "br-int"); got != "k8s-win1" {
+		t.Errorf("br-int ports after the reboot %q, want the management port only", got)
 	}
-	// An internal port met before the extension stays unbound only until ovs-vswitchd
-	// restarts; then a stale one would get its stray vNIC.
-	m.RestartOVS()
-	vs.Sync()
+	checkWindowsBound(t, m, "after the reboot")
+	if !m.HostAccepts("vEthernet (k8s-win1)", winIP.Addr()) {
+		t.Error("after the reboot the host drops pods' packets to the node IP (strong host model)")
+	}
 	if got := m.HyperVPorts(); slices.Contains(got, port) {
 		t.Errorf("Hyper-V ports after the reboot %v: OVS made a stray vNIC for the stale port", got)
 	}
 	checkWindowsHNS(t, m)
+	_ = cfg
+}
+
+// bootAgent is the agent's start-up after a restart or reboot (startup, as Run calls it),
+// then its management port once the API server has given the node subnet.
+func bootAgent(ctx context.Context, t *testing.T, w winNode) {
+	t.Helper()
+	host := transparent(w.m)
+	if _, _, err := startup(ctx, w.cfg, w.sw, host, w.api, logr.Discard()); err != nil {
+		t.Fatal(err)
+	}
+	c := &nodeController{cfg: w.cfg, sw: w.sw, host: host}
+	if err := c.setupManagementPort(ctx, winSubnet); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// N3: the agent died after enabling the extension and before putting the host vNIC into
+// br-phy, so the host is offline (the extension drops the host vNIC's frames) and the API
+// server unreachable. The restarted agent takes the node subnet from the HNS network and
+// repairs the node before it needs the API server.
+func TestWindowsStartupOfflineRepairsFirst(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	w := winNode{db: ovstest.Start(t), m: windowsHost(), cfg: windowsConfig("geneve")}
+	w.sw = w.db.Connect()
+	w.vs = w.db.FakeVSwitchd(w.m)
+	w.api = apiServer(t, w.m)
+	// What the crash left: the network with the extension, br-phy with the adapter only.
+	n, err := w.m.CreateTransparentNetwork(ctx, "ovn-transparent", "Ethernet0",
+		[]hns.Subnet{{Prefix: winSubnet, Gateway: netip.MustParseAddr("10.244.3.1")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * w.m.IPMoveDelay)
+	if err := w.m.EnableExtension(ctx, n.ID, hns.OVSExtensionID); err != nil {
+		t.Fatal(err)
+	}
+	w.db.Vsctl("add-br", "br-phy", "--", "add-port", "br-phy", "Ethernet0")
+	w.vs.Sync()
+	if w.m.HostOnline() {
+		t.Fatal("the host is online in the crash's state; the test proves nothing")
+	}
+	if _, err := w.api.CoreV1().Nodes().Get(ctx, "win1", metav1.GetOptions{}); err == nil {
+		t.Fatal("the API server answers an offline host")
+	}
+	bootAgent(ctx, t, w)
+	w.vs.Sync()
+	if !w.m.HostOnline() {
+		t.Errorf("the host is offline after start-up (Hyper-V ports %v)", w.m.HyperVPorts())
+	}
+	checkWindowsBound(t, w.m, "after the repair")
+	checkWindowsHNS(t, w.m)
+}
+
+// checkWindowsBound: OVS has bound the uplink and the host vNIC to their own Hyper-V ports,
+// the management port and each of pods to its endpoint's vNIC, and the bridges' own ports
+// to vNICs it made; the Interface rows say so (ofport, mac_in_use).
+func checkWindowsBound(t *testing.T, m *hnstest.Model, when string, pods ...string) {
+	t.Helper()
+	want := map[string]hnstest.Binding{
+		"Ethernet0": {Port: "Ethernet0"}, "vEthernet (Ethernet0)": {Port: "vEthernet (Ethernet0)"},
+		"br-int": {Port: "br-int", ByOVS: true}, "br-phy": {Port: "br-phy", ByOVS: true},
+		"k8s-win1": {Port: "k8s-win1", Endpoint: "k8s-win1"},
+	}
+	for _, p := range pods {
+		want[p] = hnstest.Binding{Port: p, Endpoint: p}
+	}
+	for iface, b := range want {
+		if got, ok := m.OVSBinding(iface); !ok || got != b {
+			t.Errorf("%s: OVS interface %q bound to %+v (%v), want %+v (Hyper-V ports %v)", when, iface, got, ok, b, m.HyperVPorts())
+		}
+	}
 }
 
 // M4: a host that lists no default namespace gets one, once, for the management port.
@@ -478,5 +572,54 @@ func TestWindowsStartupWithoutHNSSaysWhatToInstall(t *testing.T) {
 	_, _, err := setupChassis(ctx, windowsConfig("geneve"), db.Connect(), transparent(m), winSubnet)
 	if err == nil || !strings.Contains(err.Error(), "Install-WindowsFeature Containers") {
 		t.Fatalf("start-up without HNS: %v, want the preflight's advice to install Containers", err)
+	}
+}
+
+// N1: a remote chassis' database listener is a Manager row, which ovsdb-server serves only
+// when started with --remote=db:Open_vSwitch,Open_vSwitch,manager_options. The database is
+// started with the remotes of the Windows service's command line: the MSI's alone (no
+// listener; the agent says what to fix), and the MSI's with the role's (the listener
+// opens, and a client connects to it).
+func TestWindowsRemoteChassisListener(t *testing.T) {
+	for _, c := range []struct {
+		mode   string
+		listen bool
+	}{{"", false}, {"remote", true}, {"remote-plaintext", true}} {
+		t.Run("role "+c.mode, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			args, err := hnstest.OVSDBServerArgs(c.mode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			db := ovstest.Start(t, args...)
+			sw := db.Connect()
+			m := windowsHost()
+			db.FakeVSwitchd(m)
+			cfg := windowsConfig("geneve")
+			// pssl:6640 and pssl:6653, on ports of the test's own.
+			cfg.OVSDBListen, cfg.OpenFlowListen = "ptcp:0:127.0.0.1", "ptcp:0:127.0.0.1"
+			if _, _, err := startup(ctx, cfg, sw, transparent(m), apiServer(t, m), logr.Discard()); err != nil {
+				t.Fatal(err)
+			}
+			// ovsdb-server refreshes a Manager's status every few seconds.
+			wctx, wcancel := context.WithTimeout(ctx, 8*time.Second)
+			defer wcancel()
+			port, err := awaitManagerListener(wctx, sw, cfg.OVSDBListen)
+			if !c.listen {
+				if err == nil || !strings.Contains(err.Error(), "manager_options") || !strings.Contains(err.Error(), "windows_node role") {
+					t.Fatalf("listener with the MSI's command line: port %d, %v; want an error naming the option and the fix", port, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("listener with the role's command line: %v", err)
+			}
+			conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port)).String())
+			if err != nil {
+				t.Fatalf("connecting to the listener on port %d: %v", port, err)
+			}
+			conn.Close()
+		})
 	}
 }

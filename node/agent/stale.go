@@ -12,13 +12,18 @@ import (
 )
 
 // dropStalePorts removes the pod ports whose interface is gone (on Windows after a reboot,
-// which HNS endpoints do not survive), before setupChassis enables the OVS extension again:
-// OVS would otherwise give each of these internal ports a stray host vNIC. A port whose
-// interface cannot be looked up stays; DEL or the leak collector see to it later.
-func dropStalePorts(ctx context.Context, sw *ovs.Switch, v hostnet.Volatile, log logr.Logger) error {
+// which HNS endpoints do not survive), and the management port mgmt if its interface is
+// gone, before setupChassis enables the OVS extension again: OVS would otherwise give each
+// of these internal ports a stray host vNIC, and the management endpoint's own vNIC would
+// stay unbound. The management port comes back once its endpoint exists again. A port
+// whose interface cannot be looked up stays; DEL or the leak collector see to it later.
+func dropStalePorts(ctx context.Context, sw *ovs.Switch, v hostnet.Volatile, mgmt string, log logr.Logger) error {
 	ifaces, err := sw.InterfacesWith(ctx, cniserver.KeyContainerID)
 	if err != nil {
 		return err
+	}
+	if i, ok := sw.Interface(ctx, mgmt); ok {
+		ifaces = append(ifaces, i)
 	}
 	var errs []error
 	for _, i := range ifaces {

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -42,6 +43,10 @@ type Node struct {
 	// Switch is the local Open_vSwitch database, or nil with SwitchErr saying why.
 	Switch    *ovs.Switch
 	SwitchErr error
+
+	// OVSDBListen and OpenFlowListen are a remote chassis' listeners (--ovsdb-listen,
+	// --openflow-listen: "pssl:6640[:IP]"); empty on a node whose ovn-controller is local.
+	OVSDBListen, OpenFlowListen string
 
 	// HNS and IP are the Windows host; nil elsewhere. Network is the HNS network's name.
 	HNS     hns.HNS
@@ -85,6 +90,7 @@ func Run(ctx context.Context, n Node, timeout time.Duration) []Result {
 	each(checkOVSDB)
 	each(checkBridges)
 	each(checkOpenFlow)
+	each(checkListeners)
 	each(checkChassis)
 	each(checkManagementPort)
 	each(checkCNI)
@@ -238,7 +244,12 @@ func checkChassis(ctx context.Context, n Node) []Result {
 		return []Result{fail("chassis", fmt.Sprintf("incomplete chassis settings %v", settings), "restart ovnt-node, which writes them")}
 	}
 	if n.SBChassis == nil {
-		return []Result{ok("chassis", fmt.Sprintf("system-id %s, encap %s, SB not checked", id, settings["ovn-encap-ip"]))}
+		why := "SB not checked"
+		if n.OVSDBListen != "" {
+			why = "SB not checked from here: a remote chassis' SB identity is its remote ovn-controller's (see listeners; " +
+				"`ovn-sbctl show` on the controllers' host lists the chassis)"
+		}
+		return []Result{ok("chassis", fmt.Sprintf("system-id %s, encap %s, %s", id, settings["ovn-encap-ip"], why))}
 	}
 	names, err := n.SBChassis(ctx)
 	if err != nil {
@@ -267,13 +278,26 @@ func checkManagementPort(ctx context.Context, n Node) []Result {
 		return []Result{fail("management-port", fmt.Sprintf("%s is not installed by ovn-controller (error %q, ofport %d)", name, i.Error, i.OFPort),
 			"ovn-controller must run for this chassis and reach the Southbound database (see chassis)")}
 	}
+	// OVS binds an internal interface to the first Hyper-V port of its name, or makes a
+	// host vNIC of its own when there is none yet: then the endpoint's vNIC, which
+	// holds the address, is not in the switch (review H1, N6).
+	if n.HNS != nil {
+		ep, err := n.HNS.Endpoint(ctx, name)
+		if err != nil {
+			return []Result{fail("management-port", fmt.Sprintf("HNS endpoint %s: %v", name, err), "restart ovnt-node, which creates it")}
+		}
+		if !strings.EqualFold(i.MACInUse, ep.MAC.String()) {
+			return []Result{fail("management-port", fmt.Sprintf("OVS bound %s to a port with MAC %q, not the HNS endpoint's vNIC (MAC %s)", name, i.MACInUse, ep.MAC),
+				fmt.Sprintf("remove the port (ovs-vsctl del-port br-int %s) and restart ovnt-node, which adds it again once the endpoint's vNIC exists", name))}
+		}
+	}
 	if n.IP != nil {
 		v, err := n.IP.Interface(ctx, hns.HostVNIC(name))
 		if err != nil || len(v.Addrs) == 0 {
 			return []Result{fail("management-port", fmt.Sprintf("host vNIC %q: %v, addresses %v", hns.HostVNIC(name), err, v.Addrs),
 				"restart ovnt-node, which configures it")}
 		}
-		return []Result{ok("management-port", fmt.Sprintf("%s installed, %q has %v", name, hns.HostVNIC(name), v.Addrs))}
+		return []Result{ok("management-port", fmt.Sprintf("%s installed, bound to the endpoint's vNIC, %q has %v", name, hns.HostVNIC(name), v.Addrs))}
 	}
 	return []Result{ok("management-port", name+" installed")}
 }
@@ -302,6 +326,14 @@ func checkCNI(ctx context.Context, n Node) []Result {
 		out = append(out, fail("cni-config", fmt.Sprintf("%s: %v", path, err),
 			"ovnt-node writes it at start-up; check --cni-conf-dir is the runtime's CNI configuration directory"))
 		return append(out, skip("cni-version", "no configuration list"))
+	}
+	// containerd (max_conf_num 1) and kubelet's dockershim load the first configuration
+	// file by name: one sorting before ours wins, and pods get its network (review N5:
+	// the 0-containerd-nat.json of the common containerd install scripts, HNS NAT).
+	if first := cniConfsBefore(n.CNIConfDir, cni.ConfListName); len(first) > 0 {
+		out = append(out, fail("cni-config", fmt.Sprintf("%v in %s sort before %s: the runtime loads the first file by name, so pods get that network, not OVN",
+			first, n.CNIConfDir, cni.ConfListName), "remove them (the windows_node role removes 0-containerd-nat.json), then restart containerd"))
+		return append(out, skip("cni-version", "another configuration is in force"))
 	}
 	out = append(out, ok("cni-config", fmt.Sprintf("%s (network %q, cniVersion %s)", path, conf.Name, conf.CNIVersion)))
 	if n.Runtime == nil {
@@ -392,4 +424,81 @@ func checkLeaks(ctx context.Context, n Node) []Result {
 			"the agent's collector removes them within two --leak-collect-interval periods; by hand: Get-HnsEndpoint | ? Name -eq <name> | Remove-HnsEndpoint")}
 	}
 	return []Result{ok("leaked-endpoints", fmt.Sprintf("%d pod endpoints, each with its OVS port", pods))}
+}
+
+// cniConfsBefore returns the configuration files in dir (libcni's extensions .conf,
+// .conflist and .json) that sort before ours.
+func cniConfsBefore(dir, ours string) []string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries { // sorted by name
+		switch filepath.Ext(e.Name()) {
+		case ".conf", ".conflist", ".json":
+		default:
+			continue
+		}
+		if e.Name() >= ours {
+			break
+		}
+		if !e.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// checkListeners: a remote chassis' database and br-int listen for the remote
+// ovn-controller. ovsdb-server serves the database's (a Manager row) only when started
+// with --remote=db:Open_vSwitch,Open_vSwitch,manager_options, which the OVS MSI's service
+// is not (review N1); ovs-vswitchd opens br-int's (a passive controller) itself.
+func checkListeners(ctx context.Context, n Node) []Result {
+	if n.OVSDBListen == "" {
+		return []Result{skip("listeners", "not a remote chassis (no --ovsdb-listen)")}
+	}
+	if n.Switch == nil {
+		return []Result{skip("listeners", "no Open_vSwitch database")}
+	}
+	var problems []string
+	fix := ""
+	port, err := n.Switch.ManagerListening(ctx, n.OVSDBListen)
+	if err != nil {
+		problems = append(problems, err.Error())
+		fix = "on Windows run the windows_node role again (it adds --remote=db:Open_vSwitch,Open_vSwitch,manager_options to the ovsdb-server " +
+			"service's binary path, which an Open vSwitch MSI upgrade resets; sc.exe qc ovsdb-server shows it), then Restart-Service ovsdb-server"
+	} else if err := dialListener(ctx, n.OVSDBListen, port); err != nil {
+		problems = append(problems, err.Error())
+	}
+	if err := dialListener(ctx, n.OpenFlowListen, 0); err != nil {
+		problems = append(problems, err.Error())
+	}
+	if len(problems) > 0 {
+		if fix == "" {
+			fix = "restart ovnt-node, which writes the listeners; the TLS files are on the OVS services' command lines (the windows_node role)"
+		}
+		return []Result{fail("listeners", strings.Join(problems, "; "), fix)}
+	}
+	return []Result{ok("listeners", fmt.Sprintf("%s and %s accept connections", n.OVSDBListen, n.OpenFlowListen))}
+}
+
+// dialListener connects to the passive target ("pssl:6640[:IP]") at its address, or at
+// the loopback address when it listens on every one; port, if not 0, replaces the
+// target's (an ephemeral one).
+func dialListener(ctx context.Context, target string, port int) error {
+	_, rest, _ := strings.Cut(target, ":")
+	p, ip, _ := strings.Cut(rest, ":")
+	ip = strings.Trim(ip, "[]")
+	if ip == "" || ip == "0.0.0.0" || ip == "::" {
+		ip = "127.0.0.1"
+	}
+	if port != 0 {
+		p = strconv.Itoa(port)
+	}
+	c, err := (&net.Dialer{}).DialContext(ctx, "tcp", net.JoinHostPort(ip, p))
+	if err != nil {
+		return fmt.Errorf("%s: nothing accepts connections: %w", target, err)
+	}
+	return c.Close()
 }

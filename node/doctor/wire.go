@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -25,6 +26,7 @@ type Config struct {
 	OVSAddress, OVSRunDir                             string
 	SBAddress, SBClientKey, SBClientCert, SBCACert    string
 	UplinkIface, GatewayBridge, CNIBinDir, CNIConfDir string
+	OVSDBListen, OpenFlowListen                       string
 }
 
 // FromConfig connects what the agent configured by cfg uses, for Run: the local
@@ -35,6 +37,7 @@ func FromConfig(ctx context.Context, cfg Config, timeout time.Duration) (n Node,
 	n = Node{
 		Name: cfg.NodeName, UplinkIface: cfg.UplinkIface, GatewayBridge: cfg.GatewayBridge,
 		CNIBinDir: cfg.CNIBinDir, CNIConfDir: cfg.CNIConfDir, Network: "ovn-transparent",
+		OVSDBListen: cfg.OVSDBListen, OpenFlowListen: cfg.OpenFlowListen,
 	}
 	n.HNS, n.IP, n.ExeSuffix = Host()
 	closers := []func(){}
@@ -61,7 +64,10 @@ func FromConfig(ctx context.Context, cfg Config, timeout time.Duration) (n Node,
 		}
 		return nil
 	}
-	if cfg.SBAddress != "" {
+	// A remote chassis has no SB identity of its own (its ovn-controller's is on the
+	// controllers' host): an ssl: SB would refuse it, so the SB is not asked from here.
+	remoteWithoutCert := cfg.OVSDBListen != "" && cfg.SBClientCert == "" && strings.HasPrefix(cfg.SBAddress, "ssl:")
+	if cfg.SBAddress != "" && !remoteWithoutCert {
 		n.SBChassis = func(ctx context.Context) ([]string, error) {
 			dbModel, err := sbdb.FullDatabaseModel()
 			if err != nil {

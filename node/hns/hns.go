@@ -162,6 +162,8 @@ type Interface struct {
 	Index    int
 	MAC      net.HardwareAddr
 	Physical bool // backed by hardware (NDIS: HardwareInterface), not a vNIC
+	// Forwarding: forwarding and weak host sends and receives are on (SetForwarding).
+	Forwarding bool
 	IPConfig
 }
 
@@ -178,6 +180,13 @@ type IPHelper interface {
 	// SetMTU sets the IPv4 MTU of the interface with that alias in any network
 	// compartment (a pod's vNIC lives in the pod's), or returns ErrNotFound. Idempotent.
 	SetMTU(ctx context.Context, name string, mtu int) error
+	// SetForwarding enables IPv4 forwarding and weak host sends and receives on the
+	// interface with that alias in the host's compartment (MIB_IPINTERFACE_ROW's
+	// ForwardingEnabled, WeakHostSend, WeakHostReceive), or returns ErrNotFound.
+	// Idempotent. Windows' strong host model otherwise drops a packet that arrives on one
+	// interface for an address of another, and sends none from an address through an
+	// interface that does not hold it.
+	SetForwarding(ctx context.Context, name string) error
 }
 
 // VNIC is a vNIC as seen from any network compartment.

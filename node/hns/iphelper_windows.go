@@ -324,6 +324,28 @@ func setMTU(luid uint64, mtu int) error {
 	return winErr(callProc(procSetIPInterfaceEntry, uintptr(unsafe.Pointer(&row))))
 }
 
+func (ipHelper) SetForwarding(_ context.Context, name string) error {
+	a, err := adapter(name)
+	if err != nil {
+		return err
+	}
+	var row windows.MibIpInterfaceRow
+	row.Family = windows.AF_INET
+	row.InterfaceLuid = a.Luid
+	if err := winErr(callProc(procGetIPInterfaceEntry, uintptr(unsafe.Pointer(&row)))); err != nil {
+		return fmt.Errorf("interface %q: %w", name, err)
+	}
+	if row.ForwardingEnabled == 1 && row.WeakHostSend == 1 && row.WeakHostReceive == 1 {
+		return nil
+	}
+	row.ForwardingEnabled, row.WeakHostSend, row.WeakHostReceive = 1, 1, 1
+	row.SitePrefixLength = 0 // SetIpInterfaceEntry rejects IPv4 rows with a site prefix
+	if err := winErr(callProc(procSetIPInterfaceEntry, uintptr(unsafe.Pointer(&row)))); err != nil {
+		return fmt.Errorf("enabling forwarding on %q: %w", name, err)
+	}
+	return nil
+}
+
 // dnsInterfaceSettings is DNS_INTERFACE_SETTINGS (netioapi.h), version 1.
 type dnsInterfaceSettings struct {
 	Version             uint32

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
 )
 
@@ -30,6 +31,13 @@ type v1Network struct {
 	Type               string
 	NetworkAdapterName string
 	Extensions         []v1Extension
+	Subnets            []v1Subnet
+}
+
+// v1Subnet is an IPAM subnet as a v1 network lists it (hcsshim's internal/hns Subnet).
+type v1Subnet struct {
+	AddressPrefix  string
+	GatewayAddress string
 }
 
 // v1Extension is a vSwitch extension as a v1 network lists it: every extension installed
@@ -73,8 +81,21 @@ func truncate(b []byte) string {
 	return string(b)
 }
 
-// applyV1 overwrites n's adapter and enabled extensions (upper case IDs) with v1's.
+// applyV1 overwrites n's adapter, enabled extensions (upper case IDs) and subnets with v1's.
+// The subnets too (review N7): the node compares them with its own to decide whether it may
+// adopt the network, and a v2 GET's Ipams may come back normalised, with another route
+// layout, or not at all, whereas v1's Subnets are what Get-HnsNetwork shows and every
+// field-proven tool reads (v2's are kept only if v1 lists none). An unparsable v1 subnet
+// is kept as the zero prefix, so that the comparison fails rather than passes.
 func applyV1(n *Network, v v1Network) {
+	if len(v.Subnets) > 0 {
+		n.Subnets = nil
+	}
+	for _, s := range v.Subnets {
+		p, _ := netip.ParsePrefix(s.AddressPrefix)
+		gw, _ := netip.ParseAddr(s.GatewayAddress)
+		n.Subnets = append(n.Subnets, Subnet{Prefix: p, Gateway: gw})
+	}
 	n.Adapter = v.NetworkAdapterName
 	n.Extensions = nil
 	for _, e := range v.Extensions {

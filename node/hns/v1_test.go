@@ -2,6 +2,7 @@ package hns
 
 import (
 	"errors"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -14,17 +15,23 @@ const v1Answer = `{"Success":true,"Output":{"ActivityId":"0A4B3D8E-5C2F-4A1B-9E7
 	`{"Id":"583cc151-73ec-4a6a-8b47-578297ad7623","IsEnabled":true,"Name":"Open vSwitch Extension"},` +
 	`{"Id":"EA24CD6C-D17A-4348-9190-09F0D5BE83DD","IsEnabled":true,"Name":"Microsoft NDIS Capture"}],` +
 	`"ID":"1B2C3D4E-0000-4000-8000-00000000ABCD","Name":"ovn-transparent","NetworkAdapterName":"Ethernet0",` +
-	`"Policies":[],"State":1,"Type":"Transparent"}}`
+	`"Policies":[],"State":1,"Subnets":[{"AddressPrefix":"10.244.3.0/24","GatewayAddress":"10.244.3.1","Policies":[]}],"Type":"Transparent"}}`
 
 func TestV1NetworkReadBack(t *testing.T) {
 	var v v1Network
 	if err := decodeV1([]byte(v1Answer), &v); err != nil {
 		t.Fatal(err)
 	}
-	n := Network{ID: v.ID, Name: v.Name, Type: v.Type}
+	// What a v2 GET may give for the same network (review N7): the Ipams without the
+	// gateway route. The node compares the subnets with its own: v1's count.
+	n := Network{ID: v.ID, Name: v.Name, Type: v.Type, Subnets: []Subnet{{Prefix: netip.MustParsePrefix("10.244.3.0/24")}}}
 	applyV1(&n, v)
 	if n.Adapter != "Ethernet0" || n.Type != TypeTransparent || n.Name != "ovn-transparent" {
 		t.Errorf("network %+v", n)
+	}
+	want := []Subnet{{Prefix: netip.MustParsePrefix("10.244.3.0/24"), Gateway: netip.MustParseAddr("10.244.3.1")}}
+	if !slices.Equal(n.Subnets, want) {
+		t.Errorf("subnets %+v, want v1's %+v", n.Subnets, want)
 	}
 	if want := []string{OVSExtensionID, "EA24CD6C-D17A-4348-9190-09F0D5BE83DD"}; !slices.Equal(n.Extensions, want) {
 		t.Errorf("enabled extensions %v, want %v", n.Extensions, want)

@@ -80,6 +80,18 @@ type Volatile interface {
 	PodInterfaceExists(ctx context.Context, name string) (bool, error)
 }
 
+// SubnetHolder is implemented by hosts whose uplink is built with the node's pod subnet
+// (Windows: the Transparent network's static IPAM subnet, see Uplink.PodSubnet), so that
+// SetupUplink cannot run before the subnet is known.
+type SubnetHolder interface {
+	// KnownPodSubnet returns the pod subnet the host's existing uplink was built with,
+	// and false when there is none (first start, or after a reboot on Windows, which
+	// HNS networks do not survive). With it the agent repairs the node's own connectivity
+	// before it can reach the API server: on Windows a node whose host vNIC OVS has not
+	// bound is offline.
+	KnownPodSubnet(ctx context.Context) (netip.Prefix, bool, error)
+}
+
 // PodInterface is a pod's interface as the master allocated it.
 type PodInterface struct {
 	PodRef
@@ -167,6 +179,10 @@ type NodeAddress struct {
 	// the bridge other than the bridge's own (Windows: the host vNIC, added through
 	// Uplink.AttachHostPort); empty when it is the bridge's own interface (Linux) or none.
 	HostPort string
+	// SwitchID names the switch the node's ports are attached to where it can be replaced
+	// under the switch database (Windows: the HNS network's ID, new after every reboot);
+	// empty elsewhere. A new one means ovs-vswitchd must be made to add the ports again.
+	SwitchID string
 }
 
 // ErrUnsupported is what every method returns on a system that is neither Linux nor Windows

@@ -117,6 +117,23 @@ func (t *Transparent) PodInterfaceExists(ctx context.Context, name string) (bool
 	return false, fmt.Errorf("HNS endpoint %s: %w", name, err)
 }
 
+var _ SubnetHolder = (*Transparent)(nil)
+
+// KnownPodSubnet returns the static IPAM subnet of the HNS network, if it exists, is
+// Transparent and has exactly one.
+func (t *Transparent) KnownPodSubnet(ctx context.Context) (netip.Prefix, bool, error) {
+	n, err := t.hns.Network(ctx, t.cfg.Network)
+	switch {
+	case errors.Is(err, hns.ErrNotFound):
+		return netip.Prefix{}, false, nil
+	case err != nil:
+		return netip.Prefix{}, false, fmt.Errorf("HNS network %q: %w", t.cfg.Network, err)
+	case n.Type != hns.TypeTransparent || len(n.Subnets) != 1:
+		return netip.Prefix{}, false, nil
+	}
+	return n.Subnets[0].Prefix, true, nil
+}
+
 // SetupUplink creates the Transparent network on u.Iface, or adopts it after a restart,
 // makes sure the node's address is on the host vNIC, enables the OVS extension, and then
 // (only then: enabling it earlier can lose a DHCP address being moved) puts the adapter and
@@ -171,11 +188,17 @@ func (t *Transparent) SetupUplink(ctx context.Context, u Uplink) (NodeAddress, e
 		}
 		hostPort = vnicName
 	}
+	// The host vNIC takes the answers to pods from the management vNIC's side (see
+	// SetupManagementPort) and forwards between the two. The setting does not survive
+	// the vNIC, which a reboot re-creates: it is made at every start.
+	if err := t.ip.SetForwarding(ctx, vnicName); err != nil {
+		return NodeAddress{}, fmt.Errorf("enabling forwarding on %q: %w", vnicName, err)
+	}
 	ip, ok := pickAddr(vnic.Addrs, u.PreferIP)
 	if !ok {
 		return NodeAddress{}, fmt.Errorf("host vNIC %q has no IPv4 address", vnicName)
 	}
-	return NodeAddress{IfName: vnicName, IP: ip, MAC: vnic.MAC, NextHop: vnic.Gateway, HostPort: hostPort}, nil
+	return NodeAddress{IfName: vnicName, IP: ip, MAC: vnic.MAC, NextHop: vnic.Gateway, HostPort: hostPort, SwitchID: n.ID}, nil
 }
 
 // ensureNetwork adopts the network if it exists (and is ours: Transparent, on adapter, with
@@ -655,6 +678,13 @@ func (t *Transparent) SetupManagementPort(ctx context.Context, m ManagementPort)
 	}
 	if err := t.ip.Configure(ctx, vnic, c); err != nil {
 		return fmt.Errorf("configuring %q: %w", vnic, err)
+	}
+	// A pod's packet to the node IP arrives here for an address of the host vNIC, and
+	// the answer leaves here from it: Windows' strong host model drops both unless this
+	// vNIC forwards (the host vNIC forwards too, SetupUplink). Antrea enables forwarding
+	// the same way.
+	if err := t.ip.SetForwarding(ctx, vnic); err != nil {
+		return fmt.Errorf("enabling forwarding on %q: %w", vnic, err)
 	}
 	return nil
 }

@@ -178,6 +178,9 @@ type Interface struct {
 	// OFPort is the OpenFlow port number ovs-vswitchd assigned: 0 while it has not (yet),
 	// -1 if it could not add the interface.
 	OFPort int
+	// MACInUse is the MAC of the device ovs-vswitchd opened for it (on Windows, of the
+	// Hyper-V port it bound): "" while it has opened none.
+	MACInUse string
 }
 
 // Installed reports whether ovn-controller has bound the interface and installed its flows.
@@ -193,6 +196,9 @@ func fromModel(m *vswitchd.Interface) Interface {
 	}
 	if m.Ofport != nil {
 		i.OFPort = *m.Ofport
+	}
+	if m.MACInUse != nil {
+		i.MACInUse = *m.MACInUse
 	}
 	return i
 }

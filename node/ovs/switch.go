@@ -43,17 +43,19 @@ func Connect(ctx context.Context, remote string, logger logr.Logger, reg prometh
 		mgr    vswitchd.Manager
 		ctl    vswitchd.Controller
 		tables = []ovsdb.Table{
-			{Model: &ovs, Fields: []interface{}{&ovs.Bridges, &ovs.ExternalIDs, &ovs.SSL, &ovs.ManagerOptions}},
+			{Model: &ovs, Fields: []interface{}{&ovs.Bridges, &ovs.ExternalIDs, &ovs.OtherConfig, &ovs.SSL, &ovs.ManagerOptions}},
 			{Model: &ssl, Fields: []interface{}{&ssl.PrivateKey, &ssl.Certificate, &ssl.CaCert}},
 			// A remote chassis' listeners (listener.go).
-			{Model: &mgr, Fields: []interface{}{&mgr.Target, &mgr.InactivityProbe}},
+			// A Manager's status is rewritten every few seconds only while ovsdb-server
+			// serves it (ManagerListening).
+			{Model: &mgr, Fields: []interface{}{&mgr.Target, &mgr.InactivityProbe, &mgr.Status}},
 			{Model: &ctl, Fields: []interface{}{&ctl.Target, &ctl.InactivityProbe}},
 			{Model: &br, Fields: []interface{}{&br.Name, &br.Ports, &br.DatapathType, &br.FailMode, &br.OtherConfig, &br.Protocols, &br.Controller}},
 			{Model: &port, Fields: []interface{}{&port.Name, &port.Interfaces, &port.ExternalIDs}},
 			// Not the statistics: ovs-vswitchd rewrites them every few seconds, and every
 			// change wakes up every waiter. ofport, which the gateway's rules name ports by,
 			// is written when ovs-vswitchd adds the port (a restart usually keeps it).
-			{Model: &iface, Fields: []interface{}{&iface.Name, &iface.Type, &iface.ExternalIDs, &iface.MAC, &iface.MTURequest, &iface.Error, &iface.Ofport}},
+			{Model: &iface, Fields: []interface{}{&iface.Name, &iface.Type, &iface.ExternalIDs, &iface.MAC, &iface.MTURequest, &iface.Error, &iface.Ofport, &iface.MACInUse}},
 		}
 	)
 	dbModel, err := vswitchd.FullDatabaseModel()

@@ -8,6 +8,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -26,11 +27,12 @@ type DB struct {
 	Remote string
 }
 
-// Start serves a database (ovsdbtest's, of the pinned schema) until the test ends.
-func Start(t testing.TB) *DB {
+// Start serves a database (ovsdbtest's, of the pinned schema) until the test ends, with
+// ovsdb-server's further options args (hnstest.OVSDBServerArgs: a Windows node's).
+func Start(t testing.TB, args ...string) *DB {
 	t.Helper()
 	testenv.Require(t, "ovs-vsctl")
-	d := &DB{t: t, Remote: ovsdbtest.Start(t, ovsdbtest.VSwitch).Remote}
+	d := &DB{t: t, Remote: ovsdbtest.StartArgs(t, ovsdbtest.VSwitch, args...).Remote}
 	d.Vsctl("init")
 	return d
 }
@@ -106,23 +108,41 @@ func (d *DB) every(interval time.Duration, fn func()) {
 	}()
 }
 
-// VSwitchd plays ovs-vswitchd for a model of the host's datapath (hnstest.Model.SyncOVS on
-// Windows): it hands apply every interface in the database, name to type, every 20ms and
-// whenever Sync is called, until the test ends.
+// VSwitchd plays ovs-vswitchd for a model of the host's datapath (hnstest.Model on
+// Windows): every 20ms, and whenever Sync is called, it reads the database, hands the model
+// every interface (name to type) and whether a column ovs-vswitchd is alerted on changed
+// since its last read, and writes back what the model says ovs-vswitchd writes into each
+// Interface row (ofport, error, mac_in_use), until the test ends.
 type VSwitchd struct {
-	d     *DB
-	apply func(ifaces map[string]string)
-	mu    sync.Mutex
+	d    *DB
+	dp   Datapath
+	mu   sync.Mutex
+	last string // the alerting columns at the last read
 }
 
-// FakeVSwitchd starts a VSwitchd over apply.
-func (d *DB) FakeVSwitchd(apply func(ifaces map[string]string)) *VSwitchd {
-	v := &VSwitchd{d: d, apply: apply}
+// Datapath is the model of the host's datapath ovs-vswitchd drives.
+type Datapath interface {
+	// Reconfigure is ovs-vswitchd reading its database: ifaces are the interfaces in it,
+	// changed says whether a column it is alerted on changed since the last call. It
+	// returns the status of every interface it knows.
+	Reconfigure(ifaces map[string]string, changed bool) map[string]IfaceStatus
+}
+
+// IfaceStatus is what ovs-vswitchd writes into an Interface row.
+type IfaceStatus struct {
+	OFPort   int // -1: not in the datapath
+	Error    string
+	MACInUse string
+}
+
+// FakeVSwitchd starts a VSwitchd over dp.
+func (d *DB) FakeVSwitchd(dp Datapath) *VSwitchd {
+	v := &VSwitchd{d: d, dp: dp}
 	d.every(20*time.Millisecond, func() { _ = v.sync() }) // a failed read is retried; Sync reports one
 	return v
 }
 
-// Sync reads the interfaces now and applies them: when it returns, the model has seen every
+// Sync reads the database now and applies it: when it returns, the model has seen every
 // write made before the call (or the test has failed).
 func (v *VSwitchd) Sync() {
 	v.d.t.Helper()
@@ -131,23 +151,61 @@ func (v *VSwitchd) Sync() {
 	}
 }
 
+// alerting are the columns of each table whose change makes ovs-vswitchd reconfigure (a
+// subset: the ones this project writes). external_ids and what ovs-vswitchd writes itself
+// (ofport, error, mac_in_use, status) are omitted from its alerts (vswitchd/bridge.c
+// bridge_init), so they are not read here.
+var alerting = []string{
+	"--columns=name,type,options,other_config,mtu_request,mac,ofport,error,mac_in_use", "list", "Interface", "--",
+	"--columns=name,interfaces,other_config", "list", "Port", "--",
+	"--columns=name,ports,other_config,fail_mode,datapath_type,controller,protocols", "list", "Bridge", "--",
+	"--columns=bridges,other_config,ssl,manager_options", "list", "Open_vSwitch",
+}
+
 func (v *VSwitchd) sync() error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	out, err := v.d.TryVsctl("--format=csv", "--data=bare", "--no-headings", "--columns=name,type", "list", "Interface")
+	out, err := v.d.TryVsctl(append([]string{"--format=csv", "--data=bare", "--no-headings"}, alerting...)...)
 	if err != nil {
-		return fmt.Errorf("listing interfaces: %v: %s", err, out)
+		return fmt.Errorf("reading the database: %v: %s", err, out)
 	}
-	rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	ifaceRows, rest, _ := strings.Cut(out, "\n\n")
+	r := csv.NewReader(strings.NewReader(ifaceRows))
+	r.FieldsPerRecord = -1
+	rows, err := r.ReadAll()
 	if err != nil {
-		return fmt.Errorf("reading %q: %w", out, err)
+		return fmt.Errorf("reading %q: %w", ifaceRows, err)
 	}
 	ifaces := map[string]string{}
+	have := map[string]IfaceStatus{}
+	var config strings.Builder
 	for _, r := range rows {
-		if len(r) == 2 {
-			ifaces[r[0]] = r[1]
+		if len(r) != 9 {
+			continue
+		}
+		ifaces[r[0]] = r[1]
+		port, _ := strconv.Atoi(r[6]) // "" (never written): 0
+		have[r[0]] = IfaceStatus{OFPort: port, Error: r[7], MACInUse: r[8]}
+		config.WriteString(strings.Join(r[:6], ",") + "\n")
+	}
+	config.WriteString(rest)
+	changed := config.String() != v.last
+	v.last = config.String()
+	for name, st := range v.dp.Reconfigure(ifaces, changed) {
+		if have[name] == st {
+			continue
+		}
+		args := []string{"--if-exists", "set", "Interface", name, fmt.Sprintf("ofport=%d", st.OFPort),
+			fmt.Sprintf("error=%q", st.Error), fmt.Sprintf("mac_in_use=%q", st.MACInUse)}
+		if st.Error == "" {
+			args[5] = "error=[]"
+		}
+		if st.MACInUse == "" {
+			args[6] = "mac_in_use=[]"
+		}
+		if out, err := v.d.TryVsctl(args...); err != nil {
+			return fmt.Errorf("writing the status of %s: %v: %s", name, err, out)
 		}
 	}
-	v.apply(ifaces)
 	return nil
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ovn-transparent/ovn-transparent/node/hns/hnstest"
 )
 
 // The underlay is one L2 segment per run: a Linux bridge in the namespace r.Name("ul"), with
@@ -307,6 +309,12 @@ func (r *Run) StartNode(ctx context.Context, name string, opts NodeOptions) (*No
 		// Where ovs-vsctl set-manager puts further remotes, as the packaged ovs-ctl does.
 		"--remote=db:Open_vSwitch,Open_vSwitch,manager_options"}
 	if opts.Listen.CertFile != "" {
+		// A remote chassis stands for a Windows node: its ovsdb-server serves what that
+		// node's service does (the OVS MSI's command line plus the windows_node role's),
+		// and nothing the harness adds.
+		if dbArgs, err = hnstest.OVSDBServerArgs("remote"); err != nil {
+			return nil, err
+		}
 		dbArgs = append(dbArgs, sslArgs(opts.Listen)...)
 	}
 	n.ovsdb, err = r.startDB(ctx, name+"-ovsdb-server", n.Netns, n.Dir, "db", ovsSchema, dbArgs...)

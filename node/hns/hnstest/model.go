@@ -6,12 +6,14 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/ovn-transparent/ovn-transparent/node/hns"
+	"github.com/ovn-transparent/ovn-transparent/node/ovstest"
 )
 
 // Model is an in-memory HNS, host IP configuration and feature set, for tests. It keeps
@@ -38,23 +40,30 @@ import (
 //     starts the sandbox, so a pod's vNIC never exists while ADD runs;
 //   - the vSwitch's Hyper-V ports: the adapter's (external) once the network exists, the
 //     host vNIC's "vEthernet (<adapter>)", and one named after each endpoint whose vNIC
-//     exists. SyncOVS plays ovs-vswitchd with the Windows datapath over them (OVS 3.7's
+//     exists. Reconfigure plays ovs-vswitchd with the Windows datapath over them (OVS 3.7's
 //     lib/dpif-netlink.c and lib/wmi.c): an OVS interface of type "internal" binds the
 //     first internal Hyper-V port of its name, and when there is none OVS makes a host
 //     vNIC port of that name itself and binds that one (a later port of the same name,
 //     the endpoint's real vNIC, stays unbound); an interface of type "" binds only an
-//     external port (the physical adapter); removing an internal interface, or changing
-//     its type, deletes the Hyper-V port of its name, the endpoint's included. Frames
-//     from a port OVS has not bound are dropped (Forwards);
-//   - an internal interface (a bridge's own included) that OVS first meets while no
-//     switch has the extension enabled cannot be added (lib/wmi.c refuses: "Open vSwitch
-//     Extension is not enabled on any switch") and stays unbound until ovs-vswitchd
-//     restarts (RestartOVS; the OVS Windows install guide's "ports don't get to the kernel
-//     datapath, restart ovs-vswitchd");
+//     external port (the physical adapter); removing a bound internal interface, or
+//     changing its type, deletes the Hyper-V port of its name, the endpoint's included.
+//     A datapath port whose Hyper-V port goes (a vNIC detached) stays in the datapath and
+//     is linked again, by the datapath alone, to the next Hyper-V port of its name.
+//     Frames from a port OVS has not bound are dropped (Forwards);
+//   - ovs-vswitchd tries to add an interface only when it reconfigures: at its start and
+//     then only when a column it is alerted on changes (vswitchd/bridge.c bridge_run;
+//     external_ids and the columns it writes itself do not count, and on Windows no
+//     interface event triggers one, lib/if-notifier-stub.c). An interface it cannot add
+//     (no switch has the extension enabled: lib/wmi.c refuses, and no external port
+//     exists) stays out, ofport -1, until the next reconfiguration or restart
+//     (RestartOVS);
+//   - the OVS services start at boot before any vSwitch exists (the MSI's ovsdb-server
+//     service depends on vmms only, which does not wait for HNS's networks):
+//     ovs-vswitchd's first pass after Reboot finds no datapath;
 //   - a host may list no default namespace (NoHostNamespace) until one is created;
 //   - a reboot (Reboot) keeps nothing of HNS: networks, endpoints and pods' namespaces are
 //     gone, the adapter has its IP configuration back and ovs-vswitchd starts afresh (its
-//     database, with every port in it, stays);
+//     database, with every port in it, stays) and reads its database at once;
 //   - the physical adapter a network's vSwitch is bound to loses its IP bindings and
 //     leaves IP Helper's view (GetAdaptersAddresses lists only adapters with IPv4 or IPv6
 //     enabled): Interface and Configure do not find it while the network exists;
@@ -62,6 +71,11 @@ import (
 //     driver installed, and fails while it is enabled on another network's switch (OVS
 //     runs on one vSwitch); a network reports its adapter and enabled extensions as v1
 //     does, and a reboot disables the extension with the network gone;
+//   - the host's IP stack follows the strong host model on every interface (Windows'
+//     default): a packet arriving on one interface for an address of another is dropped,
+//     and a packet from an address leaves only through the interface holding it, unless
+//     the interface has forwarding or weak host receives (sends) on (SetForwarding;
+//     HostAccepts);
 //   - "mtu_request" and "mac" of an OVS interface do nothing (netdev-windows has no
 //     set_mtu or set_etheraddr): a pod vNIC comes up with MTU 1500 and keeps it until
 //     SetMTU.
@@ -84,7 +98,8 @@ type Model struct {
 	namespaces map[string]*namespace
 	hostNS     string
 	ports      []*hvPort                 // the vSwitch's Hyper-V ports, oldest first
-	ovs        map[string]*ovsIface      // the OVS interfaces SyncOVS last saw, by name
+	ovs        map[string]*ovsIface      // the OVS interfaces Reconfigure last saw, by name
+	vswitchdUp bool                      // ovs-vswitchd has read its database since it started
 	ifaces     map[string]*hns.Interface // by alias
 	podIfaces  map[string]bool           // aliases of vNICs in a pod's compartment
 	moves      []pendingMove
@@ -102,12 +117,14 @@ type hvPort struct {
 	endpoint string // the endpoint whose vNIC it is; "" for the adapter's, the host vNIC's and OVS's own
 	internal bool   // a host or container vNIC (OVS type "internal"); false: the physical adapter
 	byOVS    bool   // made by OVS for an internal interface that had no port of its name
+	mac      net.HardwareAddr
 }
 
 type ovsIface struct {
 	typ    string
-	bound  *hvPort // nil: OVS has no datapath port for it
-	failed bool    // met before the extension was enabled: unbound until RestartOVS
+	inDP   bool    // ovs-vswitchd added it to the datapath
+	bound  *hvPort // the Hyper-V port its datapath port is linked to; nil: none now
+	ofport int
 }
 
 // Binding is the Hyper-V port OVS bound an interface to.
@@ -203,7 +220,13 @@ func (m *Model) addVNIC(e *hns.Endpoint) {
 	m.seq++
 	m.ifaces[name] = &hns.Interface{Name: name, Index: m.seq, MAC: e.MAC, IPConfig: hns.IPConfig{MTU: 1500}}
 	m.podIfaces[name] = e.Namespace != m.hostNS
-	m.ports = append(m.ports, &hvPort{name: e.Name, endpoint: e.Name, internal: true})
+	p := &hvPort{name: e.Name, endpoint: e.Name, internal: true, mac: slices.Clone(e.MAC)}
+	m.ports = append(m.ports, p)
+	// The datapath links a port of its own whose Hyper-V port went to a new one of the
+	// same name by itself (datapath-windows Vport.c binds by the Hyper-V port's name).
+	if i := m.ovs[e.Name]; i != nil && i.inDP && i.bound == nil && i.typ == "internal" && m.firstPort(e.Name) == p {
+		i.bound = p
+	}
 }
 
 // removeVNIC removes e's vNIC and its Hyper-V port, and OVS's binding to that port.
@@ -239,12 +262,26 @@ func (m *Model) firstPort(name string) *hvPort {
 	return nil
 }
 
-// SyncOVS is ovs-vswitchd on Windows reconfiguring for the interfaces now in its database
-// (name to type, every bridge's): see Model's rules. Interfaces of other types (patch,
-// tunnels) are not Hyper-V ports and are ignored.
-func (m *Model) SyncOVS(ifaces map[string]string) {
+// Reconfigure is ovs-vswitchd on Windows reading its database (see Model's rules): ifaces
+// are the interfaces now in it (name to type, every bridge's), and changed says whether a
+// column ovs-vswitchd is alerted on changed since its last read. It returns what
+// ovs-vswitchd writes back into each Interface row (ofport, error, mac_in_use). Interfaces
+// of other types (patch, tunnels) are not Hyper-V ports and are ignored.
+func (m *Model) Reconfigure(ifaces map[string]string, changed bool) map[string]ovstest.IfaceStatus {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	// bridge_run reconfigures when the IDL's sequence number moved (a change of a column
+	// not omitted from alerts: external_ids, ofport, status... do not count) or when
+	// if_notifier says so, which on Windows it never does (lib/if-notifier-stub.c). Its
+	// first pass after a start is a reconfiguration too.
+	if changed || !m.vswitchdUp {
+		m.vswitchdUp = true
+		m.reconfigure(ifaces)
+	}
+	return m.ovsStatus(ifaces)
+}
+
+func (m *Model) reconfigure(ifaces map[string]string) {
 	for name, i := range m.ovs {
 		typ, ok := ifaces[name]
 		if ok && typ == i.typ {
@@ -252,7 +289,7 @@ func (m *Model) SyncOVS(ifaces map[string]string) {
 		}
 		// OVS removes the datapath port; for an internal one it also deletes the Hyper-V
 		// port of that name (lib/wmi.c delete_wmi_port), whoever made it.
-		if i.typ == "internal" {
+		if i.typ == "internal" && i.inDP {
 			if p := m.firstPort(name); p != nil {
 				if p.endpoint != "" {
 					delete(m.ifaces, hns.HostVNIC(p.endpoint))
@@ -271,11 +308,13 @@ func (m *Model) SyncOVS(ifaces map[string]string) {
 			i = &ovsIface{typ: typ}
 			m.ovs[name] = i
 		}
-		if i.bound != nil || i.failed {
+		if i.inDP {
 			continue
 		}
+		// iface_create is tried again at every reconfiguration for an interface that
+		// is not in the datapath: no datapath before the extension runs on a switch
+		// (lib/wmi.c refuses to add an internal port then, and no external port exists).
 		if !m.extensionOn() {
-			i.failed = typ == "internal" // no datapath before the extension runs on a switch
 			continue
 		}
 		p := m.firstPort(name)
@@ -285,13 +324,38 @@ func (m *Model) SyncOVS(ifaces map[string]string) {
 		case typ == "internal" && p == nil:
 			// lib/wmi.c create_wmi_port: no port of that name, so OVS adds a host vNIC
 			// of its own to the switch and binds it.
-			p = &hvPort{name: name, internal: true, byOVS: true}
+			m.seq++
+			p = &hvPort{name: name, internal: true, byOVS: true, mac: net.HardwareAddr{0x00, 0x15, 0x5d, 0xff, byte(m.seq >> 8), byte(m.seq)}}
 			m.ports = append(m.ports, p)
 			i.bound = p
 		case typ == "internal" && p.internal:
 			i.bound = p
 		}
+		if i.bound != nil {
+			m.seq++
+			i.inDP, i.ofport = true, m.seq
+		}
 	}
+}
+
+// ovsStatus is what ovs-vswitchd writes into the Interface rows: a bound interface's
+// OpenFlow port and the MAC of the port it opened, an unbound one's -1 and why.
+func (m *Model) ovsStatus(ifaces map[string]string) map[string]ovstest.IfaceStatus {
+	out := map[string]ovstest.IfaceStatus{}
+	for name := range ifaces {
+		i := m.ovs[name]
+		switch {
+		case i == nil:
+			continue
+		case !i.inDP:
+			out[name] = ovstest.IfaceStatus{OFPort: -1, Error: "could not open network device " + name + " (No such device)"}
+		case i.bound == nil:
+			out[name] = ovstest.IfaceStatus{OFPort: i.ofport}
+		default:
+			out[name] = ovstest.IfaceStatus{OFPort: i.ofport, MACInUse: i.bound.mac.String()}
+		}
+	}
+	return out
 }
 
 func (m *Model) extensionOn() bool {
@@ -331,16 +395,15 @@ func (m *Model) Reboot() {
 	}
 	m.ports = nil
 	clear(m.ovs)
+	m.vswitchdUp = false
 }
 
-// RestartOVS is ovs-vswitchd restarting: it forgets the interfaces it failed to add, and
-// binds them again on the next SyncOVS.
+// RestartOVS is ovs-vswitchd restarting: its first pass reconfigures, and so binds what it
+// can, whether or not the database changed.
 func (m *Model) RestartOVS() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for _, i := range m.ovs {
-		i.failed = false
-	}
+	m.vswitchdUp = false
 }
 
 // OVSBinding returns the Hyper-V port the OVS interface name is bound to, if any.
@@ -362,6 +425,34 @@ func (m *Model) Forwards(endpoint string) bool {
 	defer m.mu.Unlock()
 	for _, i := range m.ovs {
 		if i.bound != nil && i.bound.endpoint == endpoint {
+			return true
+		}
+	}
+	return false
+}
+
+// HostOnline reports whether the host's own traffic reaches the physical network: through
+// the adapter while no network is bound to it, through the host vNIC while the network's
+// switch runs no extension, and with the OVS extension enabled only while OVS has bound
+// both the host vNIC and the adapter (the extension drops the frames of ports it has not
+// bound, and has no other way out).
+func (m *Model) HostOnline() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, n := range m.networks {
+		if !slices.Contains(n.Extensions, hns.OVSExtensionID) {
+			continue
+		}
+		if !m.boundPort(n.Adapter) || !m.boundPort(hns.HostVNIC(n.Adapter)) {
+			return false
+		}
+	}
+	return true
+}
+
+func (m *Model) boundPort(port string) bool {
+	for _, i := range m.ovs {
+		if i.bound != nil && i.bound.name == port && !i.bound.byOVS {
 			return true
 		}
 	}
@@ -542,7 +633,7 @@ func (m *Model) CreateTransparentNetwork(ctx context.Context, name, adapter stri
 	vnic := hns.HostVNIC(adapter)
 	m.seq++
 	m.ifaces[vnic] = &hns.Interface{Name: vnic, Index: m.seq, MAC: a.MAC, IPConfig: hns.IPConfig{MTU: a.MTU}}
-	m.ports = append(m.ports, &hvPort{name: adapter}, &hvPort{name: vnic, internal: true})
+	m.ports = append(m.ports, &hvPort{name: adapter, mac: slices.Clone(a.MAC)}, &hvPort{name: vnic, internal: true, mac: slices.Clone(a.MAC)})
 	saved := cloneConfig(a.IPConfig)
 	a.IPConfig = hns.IPConfig{MTU: a.MTU}
 	if !m.IPMoveLost {
@@ -824,6 +915,42 @@ func (m *Model) SetMTU(ctx context.Context, name string, mtu int) error {
 	}
 	i.MTU = mtu
 	return nil
+}
+
+func (m *Model) SetForwarding(ctx context.Context, name string) error {
+	if err := m.enter(ctx, "SetForwarding"); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	i := m.ifaces[name]
+	if i == nil || m.podIfaces[name] || m.boundAdapter(name) {
+		return fmt.Errorf("interface %q: %w", name, hns.ErrNotFound)
+	}
+	i.Forwarding = true
+	return nil
+}
+
+// HostAccepts reports whether the host answers a packet that arrives on interface in for
+// its address dst and whose answer leaves through in again (a pod's packet to the node IP
+// arriving on the management vNIC, the answer routed back to the pod subnet through it):
+// under the strong host model only if dst is in's own address, or in forwards.
+func (m *Model) HostAccepts(in string, dst netip.Addr) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.applyMoves(time.Now())
+	i := m.ifaces[in]
+	if i == nil {
+		return false
+	}
+	if slices.ContainsFunc(i.Addrs, func(p netip.Prefix) bool { return p.Addr() == dst }) {
+		return true
+	}
+	for _, o := range m.ifaces {
+		if slices.ContainsFunc(o.Addrs, func(p netip.Prefix) bool { return p.Addr() == dst }) {
+			return i.Forwarding // weak host receive on in, weak host send through in
+		}
+	}
+	return false
 }
 
 func cloneConfig(c hns.IPConfig) hns.IPConfig {

@@ -301,14 +301,14 @@ func TestPodVNICAppearsWhenSandboxStarts(t *testing.T) {
 // makes itself; the real vNIC, when it comes, is not bound and its frames are dropped.
 func TestOVSInternalBeforeVNICBindsItsOwn(t *testing.T) {
 	m, ns, _ := podHost(t)
-	m.SyncOVS(map[string]string{"ovt1": "internal"})
+	m.Reconfigure(map[string]string{"ovt1": "internal"}, true)
 	if b, ok := m.OVSBinding("ovt1"); !ok || !b.ByOVS || b.Endpoint != "" {
 		t.Fatalf("binding %+v (%v), want OVS's own port", b, ok)
 	}
 	if err := m.StartSandbox(ns); err != nil {
 		t.Fatal(err)
 	}
-	m.SyncOVS(map[string]string{"ovt1": "internal"})
+	m.Reconfigure(map[string]string{"ovt1": "internal"}, true)
 	if b, _ := m.OVSBinding("ovt1"); !b.ByOVS {
 		t.Errorf("after the real vNIC appeared the binding moved to %+v; OVS keeps the first port", b)
 	}
@@ -325,7 +325,7 @@ func TestOVSBindsEndpointVNIC(t *testing.T) {
 	if err := m.StartSandbox(ns); err != nil {
 		t.Fatal(err)
 	}
-	m.SyncOVS(map[string]string{"ovt1": "", "Ethernet0": ""})
+	m.Reconfigure(map[string]string{"ovt1": "", "Ethernet0": ""}, true)
 	if b, ok := m.OVSBinding("ovt1"); ok {
 		t.Errorf("type \"\" bound %+v, want nothing", b)
 	}
@@ -335,14 +335,14 @@ func TestOVSBindsEndpointVNIC(t *testing.T) {
 	if m.Forwards("ovt1") {
 		t.Error("frames of an unbound vNIC forwarded")
 	}
-	m.SyncOVS(map[string]string{"ovt1": "internal", "Ethernet0": ""})
+	m.Reconfigure(map[string]string{"ovt1": "internal", "Ethernet0": ""}, true)
 	if b, ok := m.OVSBinding("ovt1"); !ok || b.ByOVS || b.Endpoint != "ovt1" {
 		t.Fatalf("binding %+v (%v), want the endpoint's vNIC", b, ok)
 	}
 	if !m.Forwards("ovt1") {
 		t.Error("the bound vNIC does not forward")
 	}
-	m.SyncOVS(map[string]string{"Ethernet0": ""})
+	m.Reconfigure(map[string]string{"Ethernet0": ""}, true)
 	if _, ok := m.InterfaceNow(hns.HostVNIC("ovt1")); ok {
 		t.Error("removing the internal OVS interface left the endpoint's vNIC")
 	}
@@ -407,8 +407,9 @@ func TestUnattachedEndpointZeroNamespace(t *testing.T) {
 	}
 }
 
-// An internal interface OVS meets before the extension is enabled stays unbound until
-// ovs-vswitchd restarts (M1 of the Windows review).
+// An interface OVS meets before the extension is enabled stays unbound until ovs-vswitchd
+// reconfigures: when a column it is alerted on changes, or it restarts; enabling the
+// extension is no such event (review M1, N2).
 func TestOVSBeforeExtension(t *testing.T) {
 	ctx := context.Background()
 	m := newHost(t)
@@ -416,21 +417,38 @@ func TestOVSBeforeExtension(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.SyncOVS(map[string]string{"br-int": "internal"})
+	ifaces := map[string]string{"br-int": "internal", "Ethernet0": ""}
+	if st := m.Reconfigure(ifaces, true); st["br-int"].OFPort != -1 || st["Ethernet0"].OFPort != -1 || st["br-int"].Error == "" {
+		t.Errorf("status before the extension %+v, want both out of the datapath", st)
+	}
 	if err := m.EnableExtension(ctx, n.ID, hns.OVSExtensionID); err != nil {
 		t.Fatal(err)
 	}
-	m.SyncOVS(map[string]string{"br-int": "internal", "br-phy": "internal"})
-	if b, ok := m.OVSBinding("br-int"); ok {
-		t.Errorf("br-int, added before the extension, bound to %+v", b)
+	m.Reconfigure(ifaces, false)
+	for name := range ifaces {
+		if b, ok := m.OVSBinding(name); ok {
+			t.Errorf("%s bound to %+v with no change in the database", name, b)
+		}
 	}
-	if _, ok := m.OVSBinding("br-phy"); !ok {
-		t.Error("br-phy, added after the extension, is not bound")
+	st := m.Reconfigure(ifaces, true)
+	if b, ok := m.OVSBinding("Ethernet0"); !ok || b.Port != "Ethernet0" || st["Ethernet0"].OFPort <= 0 || st["Ethernet0"].MACInUse != adapterMAC.String() {
+		t.Errorf("Ethernet0 after a change: %+v (%v), status %+v", b, ok, st["Ethernet0"])
+	}
+	if _, ok := m.OVSBinding("br-int"); !ok {
+		t.Error("br-int is not bound after a change in the database")
+	}
+	m.Reboot()
+	m.RestartOVS()
+	if m.Reconfigure(ifaces, false); len(m.HyperVPorts()) != 0 {
+		t.Errorf("after a reboot OVS bound %v with no switch", m.HyperVPorts())
+	}
+	if _, err := m.CreateTransparentNetwork(ctx, "ovnt", "Ethernet0", nil); err != nil {
+		t.Fatal(err)
 	}
 	m.RestartOVS()
-	m.SyncOVS(map[string]string{"br-int": "internal", "br-phy": "internal"})
-	if _, ok := m.OVSBinding("br-int"); !ok {
-		t.Error("br-int is not bound after ovs-vswitchd restarted")
+	m.Reconfigure(ifaces, false)
+	if _, ok := m.OVSBinding("Ethernet0"); ok {
+		t.Error("Ethernet0 bound without the extension")
 	}
 }
 
@@ -501,5 +519,25 @@ func TestEnableExtensionSemantics(t *testing.T) {
 	}
 	if n, _ := m.Network(ctx, "b"); len(n.Extensions) != 0 {
 		t.Fatalf("second network's extensions %v", n.Extensions)
+	}
+}
+
+// The MSI's ovsdb-server serves its named pipe only; the role adds the loopback listener
+// and, on a remote chassis, the Manager rows (review N1).
+func TestOVSDBServerArgs(t *testing.T) {
+	for mode, want := range map[string][]string{
+		"":                 nil,
+		"local":            {"--remote=ptcp:0:127.0.0.1"},
+		"remote":           {"--remote=ptcp:0:127.0.0.1", "--remote=db:Open_vSwitch,Open_vSwitch,manager_options"},
+		"remote-plaintext": {"--remote=ptcp:0:127.0.0.1", "--remote=db:Open_vSwitch,Open_vSwitch,manager_options"},
+	} {
+		got, err := OVSDBServerArgs(mode)
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("mode %q: %q (%v), want %q", mode, got, err, want)
+		}
+	}
+	if got := splitCommandLine(`"C:\Program Files\x.exe" --log-file="C:\a b\l.log" --pidfile "C:\c d\conf.db"`); !slices.Equal(got,
+		[]string{`C:\Program Files\x.exe`, `--log-file=C:\a b\l.log`, "--pidfile", `C:\c d\conf.db`}) {
+		t.Errorf("split %q", got)
 	}
 }
