@@ -217,6 +217,7 @@ func newBackoff() *backoff.ExponentialBackOff {
 // loop only starts after a first successful Connect.
 func connect(ctx context.Context, c client.Client, attemptTimeout time.Duration, logger logr.Logger) error {
 	b := newBackoff()
+	var last error // of the last attempt that ended on its own
 	for {
 		attemptCtx, cancel := context.WithTimeout(ctx, attemptTimeout)
 		err := c.Connect(attemptCtx)
@@ -230,13 +231,22 @@ func connect(ctx context.Context, c client.Client, attemptTimeout time.Duration,
 			c.Close()
 			return err
 		}
+		if ctx.Err() != nil {
+			// ctx ended this attempt: an earlier one's error (a certificate refused, a
+			// socket missing) says more than the dial cut short.
+			if last == nil {
+				last = err
+			}
+			return fmt.Errorf("%w (last attempt: %v)", ctx.Err(), last)
+		}
+		last = err
 		wait := b.NextBackOff()
 		logger.V(2).Info("cannot connect yet", "error", err.Error(), "retryIn", wait)
 		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			timer.Stop()
-			return fmt.Errorf("%w (last attempt: %v)", ctx.Err(), err)
+			return fmt.Errorf("%w (last attempt: %v)", ctx.Err(), last)
 		case <-timer.C:
 		}
 	}

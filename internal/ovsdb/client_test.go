@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ovn-org/libovsdb/client"
@@ -271,4 +272,36 @@ func TestDisconnectsCounted(t *testing.T) {
 	})
 	s.start()
 	insertSwitches(t, c, &testLS{Name: "after-restart"})
+}
+
+// cutShort is a server whose first connection attempt is refused with a certificate error
+// and whose next ones hang until their context ends, as on a machine too busy to finish a
+// dial before the caller's deadline.
+type cutShort struct {
+	client.Client // nil: only Connect and Connected are called
+	attempts      int
+}
+
+func (c *cutShort) Connect(ctx context.Context) error {
+	c.attempts++
+	if c.attempts == 1 {
+		return errors.New("tls: failed to verify certificate: x509: certificate signed by unknown authority")
+	}
+	<-ctx.Done()
+	return fmt.Errorf("dial tcp 127.0.0.1:6641: %w", ctx.Err())
+}
+
+func (c *cutShort) Connected() bool { return false }
+
+// TestConnectReportsTheLastAttemptThatEnded: when the caller's deadline cuts an attempt
+// short, the error names the previous attempt's failure, not the cut dial.
+func TestConnectReportsTheLastAttemptThatEnded(t *testing.T) {
+	c := &cutShort{}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second) // the second attempt starts after 250 ms
+	defer cancel()
+	err := connect(ctx, c, time.Minute, logr.Discard())
+	want := "context deadline exceeded (last attempt: tls: failed to verify certificate: x509: certificate signed by unknown authority)"
+	if err == nil || err.Error() != want || c.attempts != 2 {
+		t.Errorf("after %d attempts: %v, want %q after 2", c.attempts, err, want)
+	}
 }
