@@ -452,3 +452,44 @@ func TestVSwitchdCrashIsRestarted(t *testing.T) {
 		return err == nil, err
 	})
 }
+
+func TestResolveIn(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"usr/sbin", "etc/alternatives", "usr/lib/openvswitch-switch"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(root, "usr/lib/openvswitch-switch/ovs-vswitchd"), []byte("\x7fELF"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Debian's links: absolute, through the alternatives; and a relative one.
+	for link, target := range map[string]string{
+		"usr/sbin/ovs-vswitchd":         "/etc/alternatives/ovs-vswitchd",
+		"etc/alternatives/ovs-vswitchd": "/usr/lib/openvswitch-switch/ovs-vswitchd",
+		"usr/sbin/rel":                  "../lib/openvswitch-switch/ovs-vswitchd",
+	} {
+		if err := os.Symlink(target, filepath.Join(root, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []string{"/usr/sbin/ovs-vswitchd", "/usr/sbin/rel", "/usr/lib/openvswitch-switch/ovs-vswitchd"} {
+		got, err := resolveIn(root, p)
+		if err != nil || got != "/usr/lib/openvswitch-switch/ovs-vswitchd" {
+			t.Errorf("resolveIn(%s) = %q, %v; want /usr/lib/openvswitch-switch/ovs-vswitchd", p, got, err)
+		}
+	}
+	if !isELF(filepath.Join(root, "usr/sbin/ovs-vswitchd")) {
+		t.Error("isELF: false for an ELF file through links")
+	}
+}
+
+func TestMissingPin(t *testing.T) {
+	out := "E: Version '26.03.1-1' for 'ovn-central' was not found\nE: mmdebstrap failed"
+	if got := missingPin(out); got != "ovn-central=26.03.1-1" {
+		t.Errorf("missingPin = %q", got)
+	}
+	if got := missingPin("E: some other failure"); got != "" {
+		t.Errorf("missingPin of another failure = %q", got)
+	}
+}
