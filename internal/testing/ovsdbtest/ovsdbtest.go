@@ -43,11 +43,18 @@ type Server struct {
 // Start serves an empty database of schema s until the test ends.
 func Start(tb testing.TB, s Schema) *Server {
 	tb.Helper()
+	return StartFile(tb, s.Path())
+}
+
+// StartFile is Start for the schema in the file at path: another version than the pinned
+// one, as a server of an older or newer OVN has.
+func StartFile(tb testing.TB, path string) *Server {
+	tb.Helper()
 	testenv.Require(tb, "ovsdb-tool", "ovsdb-server")
 	dir := tb.TempDir()
 	db, sock := filepath.Join(dir, "conf.db"), filepath.Join(dir, "db.sock")
-	if out, err := exec.Command("ovsdb-tool", "create", db, s.Path()).CombinedOutput(); err != nil {
-		tb.Fatalf("ovsdb-tool create %s: %v: %s", s, err, out)
+	if out, err := exec.Command("ovsdb-tool", "create", db, path).CombinedOutput(); err != nil {
+		tb.Fatalf("ovsdb-tool create %s: %v: %s", path, err, out)
 	}
 	srv := exec.Command("ovsdb-server", db, "--remote=punix:"+sock, "--unixctl="+filepath.Join(dir, "ctl"),
 		"--no-chdir", "-vconsole:off", "-vsyslog:off", "--log-file="+filepath.Join(dir, "ovsdb-server.log"))
