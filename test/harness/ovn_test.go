@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -491,5 +492,28 @@ func TestMissingPin(t *testing.T) {
 	}
 	if got := missingPin("E: some other failure"); got != "" {
 		t.Errorf("missingPin of another failure = %q", got)
+	}
+}
+
+// TestSchemaEnumEncap reads the Encap types of the pinned 23.03 SB schema and of the 26.03
+// one in the rootfs, when it is built: STT only in the first.
+func TestSchemaEnumEncap(t *testing.T) {
+	old, err := schemaEnum("../../ovsdb-models/schemas/ovn-sb.ovsschema", "Encap", "type")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(old, []string{"geneve", "stt", "vxlan"}) {
+		t.Errorf("Encap types of SB 20.27.0: %v", old)
+	}
+	newer := filepath.Join(OVNRootfsDir(), "root", sbSchema)
+	if _, err := os.Stat(newer); err != nil {
+		return // not built on this machine: the pinned schema above is the test
+	}
+	types, err := schemaEnum(newer, "Encap", "type")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(types, []string{"geneve", "vxlan"}) {
+		t.Errorf("Encap types of the rootfs's SB: %v", types)
 	}
 }

@@ -5,11 +5,13 @@ package harness
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -243,4 +245,55 @@ func ovnShare(path string) string {
 		return filepath.Join(useOVNRoot.Root(), path)
 	}
 	return path
+}
+
+// checkEncapType fails for an ovn-encap-type the run's SB schema does not allow: the SB of
+// OVN 26.03 (schema 21.8.0) has no "stt", which OVN 23.03's (20.27.0) has, and a chassis
+// asking for it would never register (ovn-controller's Encap row breaks the schema).
+func checkEncapType(encap string) error {
+	types, err := schemaEnum(ovnShare(sbSchema), "Encap", "type")
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(types, encap) {
+		return fmt.Errorf("ovn-encap-type %q: the SB schema of this OVN (%s) allows only %v; STT needs OVN 23.03 (OVNT_OVN=system)", encap, ovnShare(sbSchema), types)
+	}
+	return nil
+}
+
+// schemaEnum returns the values the schema in file allows in table's column (a string
+// column with an enum).
+func schemaEnum(file, table, column string) ([]string, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	var s struct {
+		Tables map[string]struct {
+			Columns map[string]struct {
+				Type json.RawMessage `json:"type"`
+			} `json:"columns"`
+		} `json:"tables"`
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	// A column's type is an atomic type's name or an object; its key likewise; an enum is
+	// ["set", [values...]].
+	var typ struct {
+		Key struct {
+			Enum []any `json:"enum"`
+		} `json:"key"`
+	}
+	if err := json.Unmarshal(s.Tables[table].Columns[column].Type, &typ); err != nil || len(typ.Key.Enum) != 2 {
+		return nil, fmt.Errorf("%s: %s.%s has no enum", file, table, column)
+	}
+	vals, _ := typ.Key.Enum[1].([]any)
+	var out []string
+	for _, v := range vals {
+		if str, ok := v.(string); ok {
+			out = append(out, str)
+		}
+	}
+	return out, nil
 }
