@@ -104,7 +104,9 @@ func buildOVNRootfs(ctx context.Context, tmp, final string) error {
 		return err
 	}
 	root := filepath.Join(tmp, "root")
-	args := []string{"--quiet", "--variant=essential", "--format=directory",
+	// Not --quiet: it also silences apt's "Version '...' for '...' was not found", which
+	// names the pin to bump.
+	args := []string{"--variant=essential", "--format=directory",
 		"--include=" + strings.Join(OVNRootfsPins, ","),
 		// The mirror's sid Release file is past its Valid-Until date.
 		`--aptopt=Acquire::Check-Valid-Until "false"`, `--aptopt=Acquire::Check-Date "false"`}
