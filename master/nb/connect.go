@@ -3,8 +3,10 @@ package nb
 import (
 	"context"
 	"fmt"
+	"reflect"
 
 	"github.com/ovn-org/libovsdb/client"
+	"github.com/ovn-org/libovsdb/model"
 	libovsdb "github.com/ovn-org/libovsdb/ovsdb"
 
 	"github.com/ovn-transparent/ovn-transparent/internal/ovsdb"
@@ -21,11 +23,28 @@ func Connect(ctx context.Context, cfg ovsdb.Config) (client.Client, error) {
 		return nil, fmt.Errorf("nb: NB model: %w", err)
 	}
 	dbModel.SetIndexes(ClientIndexes())
-	cfg.Tables = []ovsdb.Table{{Model: &nbdb.NBGlobal{}}}
+	cfg.Tables = []ovsdb.Table{modelColumns(&nbdb.NBGlobal{})}
 	for _, t := range TableNames() {
-		cfg.Tables = append(cfg.Tables, ovsdb.Table{Model: NewModel(t)})
+		cfg.Tables = append(cfg.Tables, modelColumns(NewModel(t)))
 	}
 	return ovsdb.New(ctx, dbModel, cfg)
+}
+
+// modelColumns monitors the columns of m's struct, not all of the server's: libovsdb v0.7
+// asks for every column of the server's schema when a monitor names none, and fails its
+// cache update (FieldByColumn: "column ... not found in orm info") on a row whose column
+// the model lacks, which a newer NB has (northd of OVN 24.03 and later writes
+// Logical_Router_Port.status). The model's own columns are in every NB from the one it was
+// generated from on: libovsdb's Connect refuses a server that lacks one.
+func modelColumns(m model.Model) ovsdb.Table {
+	v := reflect.ValueOf(m).Elem()
+	t := ovsdb.Table{Model: m}
+	for i := 0; i < v.NumField(); i++ {
+		if col := v.Type().Field(i).Tag.Get("ovsdb"); col != "" && col != "_uuid" {
+			t.Fields = append(t.Fields, v.Field(i).Addr().Interface())
+		}
+	}
+	return t
 }
 
 // Apply writes p in one transaction and checks that every operation did what it meant

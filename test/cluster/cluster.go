@@ -273,7 +273,8 @@ func (c *Cluster) addNode(ctx context.Context, name string) (n *Node, err error)
 		if err != nil {
 			return nil, err
 		}
-		ropts := harness.RemoteControllerOptions{Relay: filepath.Join(c.BinDir, "ovnt-node"), Cert: cert}
+		ropts := harness.RemoteControllerOptions{Relay: filepath.Join(c.BinDir, "ovnt-node"), Cert: cert,
+			BridgeRemote: harness.OVNHasBridgeRemote()}
 		if c.opts.RemoteManager {
 			ropts.Kube, ropts.Kubeconfig = c.Kube, c.remoteManagerKubeconfig
 		}
@@ -350,6 +351,9 @@ func (n *Node) StartAgent(ctx context.Context) error {
 	} else {
 		args = append(args, "--ovsdb-listen", fmt.Sprintf("pssl:%d", harness.RemoteOVSDBPort),
 			"--openflow-listen", fmt.Sprintf("pssl:%d", harness.RemoteOpenFlowPort))
+		if harness.OVNHasBridgeRemote() {
+			args = append(args, "--ovn-bridge-remote")
+		}
 	}
 	args = append(append(args,
 		"--ovs-address", n.OVSRemote,

@@ -218,6 +218,9 @@ func (r *Run) StartNode(ctx context.Context, name string, opts NodeOptions) (*No
 	if opts.EncapType == "" {
 		opts.EncapType = "geneve"
 	}
+	if err := checkEncapType(opts.EncapType); err != nil {
+		return nil, fmt.Errorf("harness: node %s: %w", name, err)
+	}
 	sbCtl, sbCert := opts.SBRemote, Cert{}
 	if opts.SBRemote == "" {
 		r.mu.Lock()

@@ -19,7 +19,8 @@ import (
 	"time"
 )
 
-// Schemas installed by Debian's ovn-common and openvswitch-common packages.
+// Schemas installed by Debian's ovn-common and openvswitch-common packages, on the host or in
+// the OVN rootfs (ovnShare).
 const (
 	nbSchema  = "/usr/share/ovn/ovn-nb.ovsschema"
 	sbSchema  = "/usr/share/ovn/ovn-sb.ovsschema"
@@ -390,7 +391,7 @@ func (r *Run) startDaemon(ctx context.Context, d ovsDaemon) (*Proc, error) {
 func (r *Run) startDB(ctx context.Context, name, netns, dir, stem, schema string, extraArgs ...string) (*Proc, error) {
 	db := filepath.Join(dir, stem+".db")
 	if _, err := os.Stat(db); errors.Is(err, os.ErrNotExist) {
-		if _, err := ovsCtl(ctx, nil, "ovsdb-tool", "create", db, schema); err != nil {
+		if _, err := ovsCtl(ctx, nil, "ovsdb-tool", "create", db, ovnShare(schema)); err != nil {
 			return nil, err
 		}
 	}

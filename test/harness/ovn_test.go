@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -451,4 +452,68 @@ func TestVSwitchdCrashIsRestarted(t *testing.T) {
 		_, err := n.OFCtl(ctx, "dump-flows", "br-a")
 		return err == nil, err
 	})
+}
+
+func TestResolveIn(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"usr/sbin", "etc/alternatives", "usr/lib/openvswitch-switch"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(root, "usr/lib/openvswitch-switch/ovs-vswitchd"), []byte("\x7fELF"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Debian's links: absolute, through the alternatives; and a relative one.
+	for link, target := range map[string]string{
+		"usr/sbin/ovs-vswitchd":         "/etc/alternatives/ovs-vswitchd",
+		"etc/alternatives/ovs-vswitchd": "/usr/lib/openvswitch-switch/ovs-vswitchd",
+		"usr/sbin/rel":                  "../lib/openvswitch-switch/ovs-vswitchd",
+	} {
+		if err := os.Symlink(target, filepath.Join(root, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []string{"/usr/sbin/ovs-vswitchd", "/usr/sbin/rel", "/usr/lib/openvswitch-switch/ovs-vswitchd"} {
+		got, err := resolveIn(root, p)
+		if err != nil || got != "/usr/lib/openvswitch-switch/ovs-vswitchd" {
+			t.Errorf("resolveIn(%s) = %q, %v; want /usr/lib/openvswitch-switch/ovs-vswitchd", p, got, err)
+		}
+	}
+	if !isELF(filepath.Join(root, "usr/sbin/ovs-vswitchd")) {
+		t.Error("isELF: false for an ELF file through links")
+	}
+}
+
+func TestMissingPin(t *testing.T) {
+	out := "E: Version '26.03.1-1' for 'ovn-central' was not found\nE: mmdebstrap failed"
+	if got := missingPin(out); got != "ovn-central=26.03.1-1" {
+		t.Errorf("missingPin = %q", got)
+	}
+	if got := missingPin("E: some other failure"); got != "" {
+		t.Errorf("missingPin of another failure = %q", got)
+	}
+}
+
+// TestSchemaEnumEncap reads the Encap types of the pinned 23.03 SB schema and of the 26.03
+// one in the rootfs, when it is built: STT only in the first.
+func TestSchemaEnumEncap(t *testing.T) {
+	old, err := schemaEnum("../../ovsdb-models/schemas/ovn-sb.ovsschema", "Encap", "type")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(old, []string{"geneve", "stt", "vxlan"}) {
+		t.Errorf("Encap types of SB 20.27.0: %v", old)
+	}
+	newer := filepath.Join(OVNRootfsDir(), "root", sbSchema)
+	if _, err := os.Stat(newer); err != nil {
+		return // not built on this machine: the pinned schema above is the test
+	}
+	types, err := schemaEnum(newer, "Encap", "type")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(types, []string{"geneve", "vxlan"}) {
+		t.Errorf("Encap types of the rootfs's SB: %v", types)
+	}
 }

@@ -46,6 +46,26 @@ type RemoteControllerOptions struct {
 	// Kubeconfig returns the kubeconfig the manager uses from the controller host's network
 	// namespace; nil: Kube's admin one (Kube.ExposeInNetns).
 	Kubeconfig func(ctx context.Context, netns string) (string, error)
+	// BridgeRemote: the node's agent writes external_ids:ovn-bridge-remote (ovnt-node
+	// --ovn-bridge-remote), and ovn-controller opens its OpenFlow connections to the node's
+	// listener itself; the relay carries only the database. Needs OVN 24.09 or later
+	// (OVNHasBridgeRemote).
+	BridgeRemote bool
+}
+
+// OVNHasBridgeRemote reports whether the run's ovn-controller has ovn-bridge-remote (OVN
+// 24.09 and later): the pinned rootfs's 26.03 has it, Debian 12's 23.03 does not.
+func OVNHasBridgeRemote() bool {
+	sel, _ := OVNSelected()
+	return sel
+}
+
+// openFlowPort is the relay's --openflow-port: 0 (no OpenFlow relay) with BridgeRemote.
+func (o RemoteControllerOptions) openFlowPort() string {
+	if o.BridgeRemote {
+		return "0"
+	}
+	return strconv.Itoa(RemoteOpenFlowPort)
 }
 
 // RemoteController is the ovn-controller of a remote-chassis node, on a "controller host" of
@@ -190,6 +210,9 @@ func (rc *RemoteController) Start(ctx context.Context) error {
 	// A killed relay leaves its sockets; the new one would replace them, but waiting for
 	// them to appear needs them gone first.
 	socks := []string{filepath.Join(rc.Dir, "db.sock"), filepath.Join(rc.Dir, "br-int.mgmt")}
+	if rc.opts.BridgeRemote {
+		socks = socks[:1]
+	}
 	for _, s := range socks {
 		if err := os.Remove(s); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
@@ -198,7 +221,7 @@ func (rc *RemoteController) Start(ctx context.Context) error {
 	relay, err := rc.run.Start(ProcSpec{
 		Name: "rc-" + rc.Node.Name + "-chassis-relay", Netns: rc.Netns, Path: rc.opts.Relay,
 		Args: []string{"chassis-relay", "--rundir", rc.Dir, "--node-address", rc.Node.IP,
-			"--ovsdb-port", strconv.Itoa(RemoteOVSDBPort), "--openflow-port", strconv.Itoa(RemoteOpenFlowPort),
+			"--ovsdb-port", strconv.Itoa(RemoteOVSDBPort), "--openflow-port", rc.opts.openFlowPort(),
 			"--client-cert", rc.opts.Cert.CertFile, "--client-key", rc.opts.Cert.KeyFile,
 			"--ca-cert", rc.opts.Cert.CAFile, "--log-level", "2"},
 	})
@@ -261,7 +284,7 @@ func (rc *RemoteController) startManager(ctx context.Context) error {
 		Name: "rc-" + rc.Node.Name + "-remote-controllers", Netns: rc.Netns, Path: rc.opts.Relay,
 		Args: []string{"remote-controllers", "--kubeconfig", rc.kubeconfig, "--rundir", filepath.Dir(rc.Dir),
 			"--cert-dir", rc.certDir, "--ovsdb-port", strconv.Itoa(RemoteOVSDBPort),
-			"--openflow-port", strconv.Itoa(RemoteOpenFlowPort), "--max-backoff", "2s",
+			"--openflow-port", rc.opts.openFlowPort(), "--max-backoff", "2s",
 			"--health-address", "127.0.0.1:9479", "--log-level", "2"},
 		StopTimeout: 15 * time.Second,
 	})

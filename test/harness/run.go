@@ -18,6 +18,7 @@
 package harness
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -99,6 +100,11 @@ func NewRun(opts Options) (*Run, error) {
 	}
 	if os.Geteuid() != 0 {
 		return nil, errors.New("harness: must run as root (network namespaces, OVS)")
+	}
+	// The OVN and OVS of OVNT_OVN; a rootfs that must be built first is built here, before
+	// any deadline of the caller's starts.
+	if err := UseSelectedOVN(context.Background(), opts.Logf); err != nil {
+		return nil, err
 	}
 	if err := SweepStale(opts.Root, opts.Logf); err != nil {
 		opts.Logf("harness: sweeping stale runs: %v", err)

@@ -43,18 +43,25 @@ type Server struct {
 // Start serves an empty database of schema s until the test ends.
 func Start(tb testing.TB, s Schema) *Server {
 	tb.Helper()
-	return StartArgs(tb, s)
+	return StartFile(tb, s.Path())
 }
 
 // StartArgs is Start with further ovsdb-server options (remotes: what a service's command
 // line gives the real one).
 func StartArgs(tb testing.TB, s Schema, args ...string) *Server {
 	tb.Helper()
+	return StartFile(tb, s.Path(), args...)
+}
+
+// StartFile is StartArgs for the schema in the file at path: another version than the
+// pinned one, as a server of an older or newer OVN has.
+func StartFile(tb testing.TB, path string, args ...string) *Server {
+	tb.Helper()
 	testenv.Require(tb, "ovsdb-tool", "ovsdb-server")
 	dir := tb.TempDir()
 	db, sock := filepath.Join(dir, "conf.db"), filepath.Join(dir, "db.sock")
-	if out, err := exec.Command("ovsdb-tool", "create", db, s.Path()).CombinedOutput(); err != nil {
-		tb.Fatalf("ovsdb-tool create %s: %v: %s", s, err, out)
+	if out, err := exec.Command("ovsdb-tool", "create", db, path).CombinedOutput(); err != nil {
+		tb.Fatalf("ovsdb-tool create %s: %v: %s", path, err, out)
 	}
 	srv := exec.Command("ovsdb-server", append([]string{db, "--remote=punix:" + sock, "--unixctl=" + filepath.Join(dir, "ctl"),
 		"--no-chdir", "-vconsole:off", "-vsyslog:off", "--log-file=" + filepath.Join(dir, "ovsdb-server.log")}, args...)...)
