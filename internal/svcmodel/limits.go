@@ -59,14 +59,7 @@ func Frontends(svc *corev1.Service) int {
 	if !Implemented(svc) {
 		return 0
 	}
-	addrs := max(len(svc.Spec.ClusterIPs), 1) + len(svc.Spec.ExternalIPs)
-	if svc.Spec.Type == corev1.ServiceTypeLoadBalancer {
-		addrs += len(svc.Status.LoadBalancer.Ingress)
-	}
-	if hasNodePorts(svc) {
-		addrs++
-	}
-	return len(svc.Spec.Ports) * addrs
+	return len(svc.Spec.Ports)*max(len(svc.Spec.ClusterIPs), 1) + EntryPoints(svc)
 }
 
 // EntryPoints counts svc's entry points on every node's gateway bridge: each port on each
