@@ -87,7 +87,9 @@ func TestOVNControllerPicksUpRotatedCertificate(t *testing.T) {
 	}
 	oc := exec.Command("ovn-controller", remote, "--no-chdir", "-vconsole:off", "--log-file="+filepath.Join(dir, "ovn-controller.log"),
 		"--pidfile="+filepath.Join(dir, "ovn-controller.pid"))
-	oc.Env = append(os.Environ(), "OVS_RUNDIR="+dir)
+	// OVN_RUNDIR too: ovn-controller puts its control socket there, and /var/run/ovn exists
+	// only where a packaged ovn-controller has run (not on a fresh machine without systemd).
+	oc.Env = append(os.Environ(), "OVS_RUNDIR="+dir, "OVN_RUNDIR="+dir)
 	if err := oc.Start(); err != nil {
 		t.Fatal(err)
 	}
