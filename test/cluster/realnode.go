@@ -10,7 +10,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -263,9 +265,26 @@ func createCgroup(root string) error {
 	return nil
 }
 
-// removeCgroup removes the cgroup root's tree in every hierarchy, deepest first; a cgroup
-// that still has tasks stays (and is reported).
+// removeCgroup removes the cgroup root's tree in every hierarchy, deepest first. A task still
+// in it (a container process that its SIGKILL has not ended yet, or one the runtime no longer
+// lists) is killed, and the removal tried again for up to ten seconds; what stays is reported.
 func removeCgroup(root string) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		left := removeCgroupOnce(root)
+		if len(left) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("cgroups left: %v", left)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// removeCgroupOnce kills the tasks of root's tree and removes its directories, deepest
+// first; it returns those that stayed.
+func removeCgroupOnce(root string) []string {
 	var left []string
 	for _, h := range cgroupHierarchies() {
 		var dirs []string
@@ -277,15 +296,19 @@ func removeCgroup(root string) error {
 		})
 		sort.Sort(sort.Reverse(sort.StringSlice(dirs)))
 		for _, d := range dirs {
+			if procs, err := os.ReadFile(filepath.Join(d, "cgroup.procs")); err == nil {
+				for _, f := range strings.Fields(string(procs)) {
+					if pid, err := strconv.Atoi(f); err == nil && pid != os.Getpid() {
+						syscall.Kill(pid, syscall.SIGKILL)
+					}
+				}
+			}
 			if err := os.Remove(d); err != nil && !os.IsNotExist(err) {
 				left = append(left, d)
 			}
 		}
 	}
-	if len(left) > 0 {
-		return fmt.Errorf("cgroups left: %v", left)
-	}
-	return nil
+	return left
 }
 
 // unmountUnder lazily unmounts every mount point below dir, deepest first: pod volumes,
