@@ -2,7 +2,7 @@
 
 // Command ovn-rootfs builds (once, into the harness's cache outside the repository) the root
 // file system holding the pinned OVN and OVS (test/harness/ovnrootfs.go) and prints the
-// directory of its launchers. `make deps` calls it. Without OVNT_OVN selecting the rootfs,
+// directory of its launchers. `make deps` calls it when OVNT_OVN is set. Without OVNT_OVN selecting the rootfs,
 // a failed build is only a warning: the tests then run the host's packages.
 package main
 
